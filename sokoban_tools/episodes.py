@@ -1,0 +1,149 @@
+"""The per-board episode log: one JSON line per finished episode.
+
+A fair comparison of training methods needs per-board results, not only a
+mean, so the runtime reports every episode it plays as an
+:class:`EpisodeRecord` and can append them to a JSONL log, which the scoring
+commands read back. Rows are compact JSON objects with exactly the keys of
+:data:`EPISODE_KEYS`, in that order:
+
+=====================  ======  =====================================================
+``method``             str     the training method, e.g. ``"GRPO"``
+``run``                str     the run within the method, e.g. a training seed
+``phase``              str     ``"validation"`` or ``"training"``
+``update``             int     training update: for validation, the update at which
+                               the pass ran (0 before training)
+``task_id``            str     the stored board played
+``won``                bool    the box reached the target within the horizon
+``actions``            int     actions 1-4 taken (an unparseable answer, action 0,
+                               spends a turn of the trainer but is not counted)
+``return``             float   the sum of the episode's rewards
+``evaluation_sha256``  str     validation rows: SHA-256 of the ``evaluation.jsonl``
+                       | null  played, so a log of another board set is refused;
+                               training rows: null
+=====================  ======  =====================================================
+
+Appending writes whole lines in one call, so an interrupted writer leaves at
+most a last line without its newline, which the reader refuses by line number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from .records import DataError
+
+EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256")
+PHASES = ("validation", "training")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One finished episode; fields as in the module table (``episode_return`` is ``return``)."""
+
+    method: str
+    run: str
+    phase: str
+    update: int
+    task_id: str
+    won: bool
+    actions: int
+    episode_return: float
+    evaluation_sha256: str | None
+
+    def __post_init__(self):
+        problem = _problem(self.as_dict())
+        if problem:
+            raise ValueError(problem)
+
+    def as_dict(self) -> dict:
+        """The row as written, keys in :data:`EPISODE_KEYS` order."""
+        values = (self.method, self.run, self.phase, self.update, self.task_id, self.won,
+                  self.actions, self.episode_return, self.evaluation_sha256)
+        return dict(zip(EPISODE_KEYS, values))
+
+    def to_line(self) -> str:
+        """The canonical JSON line, without its newline."""
+        return json.dumps(self.as_dict(), separators=(",", ":"), ensure_ascii=False)
+
+
+def _problem(row: dict) -> str | None:
+    """What is wrong with a decoded row, or ``None``."""
+    if tuple(row) != EPISODE_KEYS:
+        return f"keys are {list(row)}, expected {list(EPISODE_KEYS)} in that order"
+    for key in ("method", "run", "task_id"):
+        if not isinstance(row[key], str) or not row[key]:
+            return f"{key} must be a non-empty string, got {row[key]!r}"
+    if row["phase"] not in PHASES:
+        return f"phase must be one of {', '.join(PHASES)}, got {row['phase']!r}"
+    for key in ("update", "actions"):
+        if not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 0:
+            return f"{key} must be a non-negative integer, got {row[key]!r}"
+    if not isinstance(row["won"], bool):
+        return f"won must be true or false, got {row['won']!r}"
+    value = row["return"]
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return f"return must be a finite number, got {value!r}"
+    digest = row["evaluation_sha256"]
+    if row["phase"] == "validation":
+        if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+            return f"evaluation_sha256 of a validation row must be 64 lower-case hex digits, got {digest!r}"
+    elif digest is not None:
+        return f"evaluation_sha256 of a training row must be null, got {digest!r}"
+    return None
+
+
+def append_episodes(path: Path | str, records: Iterable[EpisodeRecord]) -> int:
+    """Append ``records`` to the log at ``path`` (created if missing) in one
+    write; returns how many were written."""
+    lines = "".join(record.to_line() + "\n" for record in records)
+    if not lines:
+        return 0
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        os.write(fd, lines.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return lines.count("\n")
+
+
+def read_episodes(path: Path | str) -> list[EpisodeRecord]:
+    """Every row of the log at ``path``, checked; a bad one raises a
+    :class:`DataError` naming the file and line."""
+    path = Path(path)
+    fix = "repair or remove that line, or write the log again with the runtime"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: cannot be read as UTF-8 text ({err}); {fix}") from None
+    if text and not text.endswith("\n"):
+        raise DataError(f"{path}:{text.count(chr(10)) + 1}: the last line has no newline "
+                        f"(an interrupted write); {fix}")
+    records = []
+    for number, line in enumerate(text.split("\n")[:-1], start=1):
+        try:
+            row = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
+        except ValueError as err:
+            raise DataError(f"{path}:{number}: not a JSON object ({err}); {fix}") from None
+        problem = _problem(row) if isinstance(row, dict) else "not a JSON object"
+        if problem:
+            raise DataError(f"{path}:{number}: {problem}; {fix}")
+        values = [row[key] for key in EPISODE_KEYS]
+        values[EPISODE_KEYS.index("return")] = float(row["return"])
+        records.append(EpisodeRecord(*values))
+    return records
+
+
+def _refuse_duplicate_keys(pairs: list) -> dict:
+    keys = [key for key, _ in pairs]
+    duplicated = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicated:
+        raise ValueError(f"duplicate keys {duplicated}")
+    return dict(pairs)

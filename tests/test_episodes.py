@@ -1,0 +1,56 @@
+"""The episode log a scoring command reads: rows round-trip, and bad rows are refused by line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sokoban_tools.episodes import EPISODE_KEYS, EpisodeRecord, append_episodes, read_episodes
+from sokoban_tools.records import DataError
+
+DIGEST = "ab" * 32
+
+
+def record(**changes) -> EpisodeRecord:
+    fields = dict(method="GRPO", run="seed-1", phase="validation", update=5, task_id="eval-0001",
+                  won=True, actions=7, episode_return=10.3, evaluation_sha256=DIGEST)
+    fields.update(changes)
+    return EpisodeRecord(**fields)
+
+
+def test_appended_rows_read_back_equal_and_in_order(tmp_path):
+    log = tmp_path / "episodes.jsonl"
+    first = [record(task_id="eval-0001"), record(task_id="eval-0002", won=False, episode_return=-1.5)]
+    second = [record(phase="training", update=6, task_id="train-00007", evaluation_sha256=None)]
+    assert append_episodes(log, first) == 2
+    assert append_episodes(log, second) == 1
+    assert read_episodes(log) == first + second
+    assert list(json.loads(log.read_text().splitlines()[0])) == list(EPISODE_KEYS)
+
+
+def test_a_record_with_a_bad_field_cannot_be_made():
+    with pytest.raises(ValueError, match="phase must be one of"):
+        record(phase="test")
+    with pytest.raises(ValueError, match="update must be a non-negative integer"):
+        record(update=True)
+    with pytest.raises(ValueError, match="validation row must be 64"):
+        record(evaluation_sha256=None)
+    with pytest.raises(ValueError, match="training row must be null"):
+        record(phase="training")
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda line: line[:-5], "last line has no newline"),
+    (lambda line: line.replace('"won":true', '"won":1') + "\n", "won must be true or false"),
+    (lambda line: line.replace('"method":"GRPO",', '') + "\n", "keys are"),
+    (lambda line: line.replace('"run":"seed-1"', '"run":"seed-1","run":"x"') + "\n", "duplicate keys"),
+    (lambda line: line.replace('"return":10.3', '"return":NaN') + "\n", "return must be a finite number"),
+    (lambda line: "[1, 2]\n", "not a JSON object"),
+])
+def test_a_damaged_second_line_is_refused_with_file_and_line(tmp_path, damage, message):
+    log = tmp_path / "episodes.jsonl"
+    line = record().to_line()
+    log.write_text(line + "\n" + damage(line))
+    with pytest.raises(DataError, match=rf"episodes\.jsonl:2: .*{message}.*repair or remove"):
+        read_episodes(log)
