@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from unavailable import unavailable
 
 import sokoban_fairness
 from sokoban_fairness import TILE_SIZE
@@ -93,10 +94,10 @@ def gym_tiles(tmp_path_factory) -> dict[str, np.ndarray]:
     except (subprocess.SubprocessError, OSError) as err:
         detail = (getattr(err, "stderr", None) or str(err)).strip()
         reason = detail.splitlines()[-1] if detail else type(err).__name__
-        pytest.skip(f"gym-sokoban 0.0.6 is not installed and `pip download` of its wheel failed: {reason}")
+        unavailable(f"gym-sokoban 0.0.6 is not installed and `pip download` of its wheel failed: {reason}")
     wheels = sorted(target.glob("gym_sokoban-0.0.6-*.whl"))
     if not wheels:
-        pytest.skip("`pip download gym-sokoban==0.0.6` produced no wheel")
+        unavailable("`pip download gym-sokoban==0.0.6` produced no wheel")
     return _tiles_from_wheel(wheels[0])
 
 

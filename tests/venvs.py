@@ -6,8 +6,8 @@ Helper for tests (not a test file).
   needs it (``.venv-datasets36`` for the last ``datasets`` release that runs
   loading scripts, ``.venv-olah`` for the Hub mirror) and reuses it afterwards.
   A fresh CI clone has neither, so the tests install them from the package
-  registry (about 40 s each); :func:`require_venv` turns only a failed install
-  into skips, with pip's reason.
+  registry (about 40 s each); :func:`require_venv` turns a failed install into
+  skips with pip's reason, or failures under ``CI=true``.
 * :func:`run_client` runs a short Python program in one of those environments
   and returns the JSON it reports, so one process start (and one ``import
   datasets``) serves several checks.
@@ -124,11 +124,12 @@ _outcomes: dict[Venv, Path | VenvUnavailable] = {}
 
 
 def require_venv(venv: Venv) -> Path:
-    """:func:`ensure_venv` for a fixture: the interpreter, or the test skipped with pip's reason.
+    """:func:`ensure_venv` for a fixture: the interpreter, or the test skipped (failed under
+    ``CI=true``) with pip's reason.
 
     The outcome is kept, so a failed install is tried once per session, not per module.
     """
-    import pytest
+    from unavailable import unavailable
 
     if venv not in _outcomes:
         try:
@@ -137,7 +138,7 @@ def require_venv(venv: Venv) -> Path:
             _outcomes[venv] = exc
     outcome = _outcomes[venv]
     if isinstance(outcome, VenvUnavailable):
-        pytest.skip(f"{venv.directory} could not be installed, so this path is untested: {outcome}")
+        unavailable(f"{venv.directory} could not be installed, so this path is untested: {outcome}")
     return outcome
 
 
