@@ -96,7 +96,18 @@ def test_card__builder_snippet_runs_as_written(card_text, tmp_path):
     assert done.stdout.strip().splitlines()[-1] == "{'train': 5000, 'validation': 256} (96, 96)"
 
 
-def test_cache_hash__is_the_digest_of_the_script_that_pins_the_data():
-    script = (REPO / "sokoban_fairness.py").read_bytes()
-    assert sokoban_fairness.cache_hash() == hashlib.sha256(script).hexdigest()[:16]
-    assert b"PUBLISHED_FILES = {" in script
+def test_cache_hash__changes_when_a_pinned_checksum_changes_and_only_then(tmp_path):
+    """A builder used directly caches under ``hash=cache_hash()``: a copy of the same
+    release must reuse the cache, a release with other data must not."""
+    script = (REPO / "sokoban_fairness.py").read_text(encoding="utf-8")
+    digest = sokoban_fairness.PUBLISHED_FILES["fairness/evaluation.jsonl"]["sha256"]
+    program = "import sys; sys.path.insert(0, sys.argv[1]); import sokoban_fairness; print(sokoban_fairness.cache_hash())"
+    hashes = []
+    for name, text in (("same", script), ("other", script.replace(digest, "0" * 64))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "sokoban_fairness.py").write_text(text, encoding="utf-8")
+        done = subprocess.run([sys.executable, "-c", program, str(tmp_path / name)],
+                              capture_output=True, text=True, check=True)
+        hashes.append(done.stdout.strip())
+    assert hashes[0] == sokoban_fairness.cache_hash()
+    assert hashes[1] != hashes[0]
