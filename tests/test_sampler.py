@@ -147,11 +147,37 @@ def test_training__a_state_from_another_pool_is_refused(train_ids):
     ({"seed": -1}, "seed"),
     ({"seed": None}, "seed"),
     ({"seed": 1.5}, "seed"),
+    ({"seed": True}, "seed"),
+    ({"batch_size": 1.5}, "batch_size must be an integer"),
+    ({"batch_size": True}, "batch_size must be an integer"),
+    ({"batch_size": "128"}, "batch_size must be an integer"),
+    ({"rollout_n": 2.5}, "rollout_n must be an integer"),
+    ({"rollout_n": True}, "rollout_n must be an integer"),
 ])
 def test_training__refuses_bad_settings(train_ids, kwargs, message):
     settings = {"batch_size": BATCH, "rollout_n": GROUP, "seed": 0, **kwargs}
     with pytest.raises(ValueError, match=message):
         TrainingSampler(train_ids, **settings)
+
+
+@pytest.mark.parametrize("key", ["pool_size", "pool_sha256", "batch_size", "rollout_n", "seed",
+                                 "updates_drawn", "bit_generator"])
+def test_training__a_state_missing_a_key_is_refused_with_a_value_error_naming_it(train_ids, key):
+    state = TrainingSampler(train_ids, BATCH, GROUP, seed=1).state_dict()
+    del state[key]
+    with pytest.raises(ValueError, match=f"lacks {key}"):
+        TrainingSampler.from_state_dict(train_ids, state)
+
+
+def test_training__a_state_that_is_not_a_dict_is_refused():
+    with pytest.raises(ValueError, match="not a training-sampler state"):
+        TrainingSampler.from_state_dict(["a"], ["format"])
+
+
+@pytest.mark.parametrize("workers", [1.5, True, 0])
+def test_validation__refuses_a_worker_count_that_is_not_a_positive_integer(workers):
+    with pytest.raises(ValueError, match="workers"):
+        validation_chunks(["a", "b"], workers)
 
 
 def test_training__refuses_duplicate_task_ids():
