@@ -20,7 +20,10 @@ and use it directly (see the dataset card).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
+import os
+import stat
 import struct
 import zlib
 
@@ -204,28 +207,71 @@ class ChecksumError(ValueError):
     """A data file that is not the published one: stale, truncated or tampered."""
 
 
-def check_published_file(path, name: str) -> bytes:
-    """The bytes of ``path``, after checking them against the published SHA-256
-    and row count of the dataset file ``name`` (e.g. ``fairness/evaluation.jsonl``)."""
-    if name not in PUBLISHED_FILES:
-        raise ChecksumError(f"{name} is not a published file of sokoban-fairness")
-    expected = PUBLISHED_FILES[name]
-    download_again = (
+_CHUNK = 1 << 20  # bytes hashed at a time
+
+
+def _download_again(name: str) -> str:
+    return (
         f'Download the current file again, e.g. load_dataset(..., download_mode="force_redownload") '
         f"or `hf download org/sokoban-fairness {name} --repo-type dataset --force-download`."
     )
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def check_published_file(path, name: str) -> bytes:
+    """The bytes of ``path``, after checking them against the published size,
+    SHA-256 and row count of the dataset file ``name`` (e.g. ``fairness/evaluation.jsonl``).
+
+    What ``path`` resolves to must be a regular file of exactly the published
+    size, checked before a byte is read, so a FIFO, a device or a huge file is
+    refused at once instead of hanging or exhausting memory; then it is hashed
+    in chunks.
+    """
+    if name not in PUBLISHED_FILES:
+        raise ChecksumError(f"{name} is not a published file of sokoban-fairness")
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"the path of {name} must be a str or os.PathLike file path, not {path!r}")
+    expected = PUBLISHED_FILES[name]
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        # Non-blocking, so that opening a FIFO returns at once; fstat then describes
+        # what was opened (through any symlink), so nothing can swap it in between.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
-        raise ChecksumError(f"{name} ({path}) cannot be read ({err.strerror}). {download_again}") from None
-    digest = hashlib.sha256(data).hexdigest()
-    rows = data.count(b"\n")
-    if digest != expected["sha256"] or rows != expected["rows"]:
+        raise ChecksumError(f"{name} ({path}) cannot be read ({err.strerror}). {_download_again(name)}") from None
+    status = os.fstat(fd)
+    problem = None
+    if not stat.S_ISREG(status.st_mode):
+        problem = (f"is not a regular file but {_file_kind(status.st_mode)} (it resolves to "
+                   f"{os.path.realpath(path)}); the published file is a regular file of "
+                   f"{expected['bytes']:,} bytes")
+    elif status.st_size != expected["bytes"]:
+        problem = (f"is not the published file: expected {expected['bytes']:,} bytes, found "
+                   f"{status.st_size:,} bytes. It is stale, truncated or modified")
+    if problem:
+        os.close(fd)
+        raise ChecksumError(f"{name} ({path}) {problem}. {_download_again(name)}")
+    with os.fdopen(fd, "rb") as handle:
+        digest, chunks, size = hashlib.sha256(), [], 0
+        # At most one chunk past the published size, even if the file grew since fstat.
+        while size <= expected["bytes"] and (chunk := handle.read(_CHUNK)):
+            digest.update(chunk)
+            chunks.append(chunk)
+            size += len(chunk)
+    data = b"".join(chunks)
+    digest, rows = digest.hexdigest(), data.count(b"\n")
+    if len(data) != expected["bytes"] or digest != expected["sha256"] or rows != expected["rows"]:
         raise ChecksumError(
             f"{name} ({path}) is not the published file: expected SHA-256 {expected['sha256']} "
             f"and {expected['rows']} rows, found SHA-256 {digest} and {rows} rows. "
-            f"It is stale, truncated or modified. {download_again}"
+            f"It is stale, truncated or modified. {_download_again(name)}"
         )
     return data
 
@@ -305,8 +351,19 @@ class SokobanFairness(datasets.GeneratorBasedBuilder):
         )
 
     def _split_generators(self, dl_manager):
+        # Checked here, before any example is generated, because datasets 3.x
+        # wraps errors raised in _generate_examples in a generic
+        # DatasetGenerationError; raised here, the user's last line names the
+        # file, the expected and found digests and the fix.
+        if self.config.with_images and importlib.util.find_spec("PIL") is None:
+            raise ImportError(
+                "with_images=True needs Pillow, which datasets uses to store the image column; "
+                "install it with `pip install pillow`, or load without with_images."
+            )
         names = SPLIT_FILES[self.config.name]
         paths = dl_manager.download(names)
+        for split, name in names.items():
+            check_published_file(paths[split], name)
         return [
             datasets.SplitGenerator(name=split, gen_kwargs={"path": paths[split], "name": names[split]})
             for split in names
