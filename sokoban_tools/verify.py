@@ -33,7 +33,7 @@ import numpy as np
 from sokoban_fairness import TILE_SIZE, render_rgb
 
 from . import pools
-from .artifacts import command_line, json_document, publish, sha256_bytes
+from .artifacts import command_line, json_document, publish, ready, sha256_bytes
 from .board import BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board, from_lurd, play
 from .images import replay_frames
 from .pools import DATA_DIR
@@ -387,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         data_dir=DATA_DIR,
     )
     args = parser.parse_args(argv)
+    if not ready([args.data_dir / EVALUATION_REPORT, args.data_dir / SOURCE_REPORT], args.check):
+        return 1
     timings = Timings()
     started = time.perf_counter()
     try:
