@@ -193,7 +193,7 @@ def test_selection__a_board_outside_the_strata_is_an_error_naming_file_and_line(
     corridor = Board.from_xsb("#" * 19 + "\n#@$" + " " * 14 + ".#\n" + "#" * 19)
     actions = shortest_solution(corridor)
     assert len(actions) == 15
-    replace_pool_line(tmp_path, 7, encode_row("pool-0006", 65_600, corridor, actions))
+    replace_pool_line(tmp_path, 7, encode_row("eval-0006", 65_600, corridor, actions))
     assert selector.main(["--data-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"{tmp_path / POOL}:7:" in err and "outside the strata" in err
@@ -202,7 +202,7 @@ def test_selection__a_board_outside_the_strata_is_an_error_naming_file_and_line(
 def test_selection__a_repeated_task_id_is_an_error_naming_file_and_line(tmp_path, capsys):
     copy_inputs(tmp_path)
     lines = (tmp_path / POOL).read_text(encoding="utf-8").split("\n")
-    replace_pool_line(tmp_path, 9, lines[8].replace('"pool-0008"', '"pool-0002"'))
+    replace_pool_line(tmp_path, 9, lines[8].replace('"eval-0008"', '"eval-0002"'))
     assert selector.main(["--data-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"{tmp_path / POOL}:9:" in err and "repeats line 3" in err
