@@ -185,9 +185,9 @@ def encode_png(pixels: np.ndarray, palette: np.ndarray | None = None, level: int
 
 # BEGIN PUBLISHED FILES (written by `python -m sokoban_tools.card`; do not edit)
 PUBLISHED_FILES = {
-    "fairness/train.jsonl": {"sha256": "90b21457a1fe75af38baf18c9d0aabdc5ddba3bae079efde6478218e285f1570", "rows": 5000},
-    "fairness/evaluation.jsonl": {"sha256": "6add6c0875e93bc6dbf82a90701b8903192e7aa051fefe3ce31c4f60b1cfa076", "rows": 256},
-    "fairness/evaluation-pool-1000.jsonl": {"sha256": "efd8d938532778e62f82cab7fcb5d15e4a80e5c979d456266c4c4ade37403954", "rows": 1000},
+    "fairness/train.jsonl": {"sha256": "90b21457a1fe75af38baf18c9d0aabdc5ddba3bae079efde6478218e285f1570", "rows": 5000, "bytes": 1738842},
+    "fairness/evaluation.jsonl": {"sha256": "274a8c856514e8fde19180f8abfc358f5163cffe4317d797b7f055516eb8223e", "rows": 256, "bytes": 88666},
+    "fairness/evaluation-pool-1000.jsonl": {"sha256": "68ffd38ec5753262b22d36b7e1541b7ff99162670247ce6537b44cee16f050e7", "rows": 1000, "bytes": 346520},
 }
 # END PUBLISHED FILES
 
