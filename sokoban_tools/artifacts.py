@@ -163,8 +163,7 @@ def unwritable(path: Path) -> str | None:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        return (f"{existing}: is a file, but it must be a directory to hold {path.name}; "
-                f"give a directory (e.g. --data-dir)")
+        return f"{existing}: is a file, but it must be a directory; give a directory (e.g. --data-dir)"
     try:
         tempfile.TemporaryFile(dir=existing).close()  # a real write test: root ignores mode bits
     except OSError as err:
@@ -176,11 +175,11 @@ def unwritable(path: Path) -> str | None:
 def ready(paths, check: bool) -> bool:
     """Whether a command may start: no interrupted write left a mixed set among
     ``paths``' directories and, unless ``check``, every path can be written.
-    Says why not on stderr, one line per problem."""
+    Says why not on stderr: each interrupted write, or the first unwritable path."""
     paths = [Path(p) for p in paths]
     problems = interrupted_writes(path.parent for path in paths)
-    if not check and not problems:
-        problems = list(dict.fromkeys(p for p in map(unwritable, paths) if p))
+    if not check and not problems:  # the first unwritable path: the others usually share its cause
+        problems = [problem for problem in map(unwritable, paths) if problem][:1]
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return not problems
