@@ -3,7 +3,8 @@
 It decodes the stored boards into typed columns, optionally adds the ordinary
 RGB game image (:func:`render_rgb`, pixel for pixel what the verl-agent Sokoban
 environment shows its model in ``rgb_array`` mode), and refuses any data file
-whose SHA-256 or row count differs from the published one. The Hub serves this
+that is not a regular file or whose size, SHA-256 or row count differs from
+the published one. The Hub serves this
 file on its own, so it imports nothing beyond the standard library, numpy
 and datasets.
 
@@ -20,7 +21,6 @@ and use it directly (see the dataset card).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import stat
@@ -253,8 +253,9 @@ def check_published_file(path, name: str) -> bytes:
                    f"{os.path.realpath(path)}); the published file is a regular file of "
                    f"{expected['bytes']:,} bytes")
     elif status.st_size != expected["bytes"]:
-        problem = (f"is not the published file: expected {expected['bytes']:,} bytes, found "
-                   f"{status.st_size:,} bytes. It is stale, truncated or modified")
+        problem = (f"is not the published file: expected {expected['bytes']:,} bytes "
+                   f"(SHA-256 {expected['sha256']}), found {status.st_size:,} bytes. "
+                   f"It is stale, truncated or modified")
     if problem:
         os.close(fd)
         raise ChecksumError(f"{name} ({path}) {problem}. {_download_again(name)}")
@@ -355,11 +356,14 @@ class SokobanFairness(datasets.GeneratorBasedBuilder):
         # wraps errors raised in _generate_examples in a generic
         # DatasetGenerationError; raised here, the user's last line names the
         # file, the expected and found digests and the fix.
-        if self.config.with_images and importlib.util.find_spec("PIL") is None:
-            raise ImportError(
-                "with_images=True needs Pillow, which datasets uses to store the image column; "
-                "install it with `pip install pillow`, or load without with_images."
-            )
+        if self.config.with_images:
+            try:
+                import PIL  # noqa: F401  (datasets stores and decodes the image column with it)
+            except ImportError:
+                raise ImportError(
+                    "with_images=True needs Pillow, which datasets uses to store the image column; "
+                    "install it with `pip install pillow`, or load without with_images."
+                ) from None
         names = SPLIT_FILES[self.config.name]
         paths = dl_manager.download(names)
         for split, name in names.items():
