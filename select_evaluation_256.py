@@ -33,14 +33,16 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from sokoban_tools.artifacts import command_line, json_document, publish, sha256_bytes
-from sokoban_tools.pools import AUDIT_FILE, DATA_DIR, SOURCE_POOL, histogram
-from sokoban_tools.protocol import EVALUATION_FILE, EVALUATION_SIZE, PROTOCOL, STRATA, stratum_of
+# Standard library only, here and in the modules imported below (artifacts, protocol,
+# records and the rules in board), so the rule runs on a bare Python; a test keeps it so.
+from sokoban_tools.artifacts import command_line, json_document, publish, ready, sha256_bytes
+from sokoban_tools.protocol import (AUDIT_FILE, DATA_DIR, EVALUATION_FILE, EVALUATION_SIZE, PROTOCOL,
+                                    SOURCE_POOL_FILE, SOURCE_POOL_NAME, STRATA, histogram, stratum_of)
 from sokoban_tools.records import REGENERATE_HINT, BoardRow, DataError, parse_rows
 
 COMMAND = "python select_evaluation_256.py"
-POOL_FILE = SOURCE_POOL.file
-AUDIT_POOL = SOURCE_POOL.name
+POOL_FILE = SOURCE_POOL_FILE
+AUDIT_POOL = SOURCE_POOL_NAME
 OUTPUT_FILE = EVALUATION_FILE
 SELECTION_FILE = "evaluation-256.selection.json"
 
@@ -270,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         data_dir=DATA_DIR,
     )
     args = parser.parse_args(argv)
+    if not ready([args.data_dir / OUTPUT_FILE, args.data_dir / SELECTION_FILE], args.check):
+        return 1
     try:
         files = build(args.data_dir)
     except (SelectionError, DataError) as err:

@@ -3,7 +3,8 @@
 It decodes the stored boards into typed columns, optionally adds the ordinary
 RGB game image (:func:`render_rgb`, pixel for pixel what the verl-agent Sokoban
 environment shows its model in ``rgb_array`` mode), and refuses any data file
-whose SHA-256 or row count differs from the published one. The Hub serves this
+that is not a regular file or whose size, SHA-256 or row count differs from
+the published one. The Hub serves this
 file on its own, so it imports nothing beyond the standard library, numpy
 and datasets.
 
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import struct
 import zlib
 
@@ -182,9 +185,9 @@ def encode_png(pixels: np.ndarray, palette: np.ndarray | None = None, level: int
 
 # BEGIN PUBLISHED FILES (written by `python -m sokoban_tools.card`; do not edit)
 PUBLISHED_FILES = {
-    "fairness/train.jsonl": {"sha256": "90b21457a1fe75af38baf18c9d0aabdc5ddba3bae079efde6478218e285f1570", "rows": 5000},
-    "fairness/evaluation.jsonl": {"sha256": "6add6c0875e93bc6dbf82a90701b8903192e7aa051fefe3ce31c4f60b1cfa076", "rows": 256},
-    "fairness/evaluation-pool-1000.jsonl": {"sha256": "efd8d938532778e62f82cab7fcb5d15e4a80e5c979d456266c4c4ade37403954", "rows": 1000},
+    "fairness/train.jsonl": {"sha256": "90b21457a1fe75af38baf18c9d0aabdc5ddba3bae079efde6478218e285f1570", "rows": 5000, "bytes": 1738842},
+    "fairness/evaluation.jsonl": {"sha256": "274a8c856514e8fde19180f8abfc358f5163cffe4317d797b7f055516eb8223e", "rows": 256, "bytes": 88666},
+    "fairness/evaluation-pool-1000.jsonl": {"sha256": "68ffd38ec5753262b22d36b7e1541b7ff99162670247ce6537b44cee16f050e7", "rows": 1000, "bytes": 346520},
 }
 # END PUBLISHED FILES
 
@@ -204,28 +207,72 @@ class ChecksumError(ValueError):
     """A data file that is not the published one: stale, truncated or tampered."""
 
 
-def check_published_file(path, name: str) -> bytes:
-    """The bytes of ``path``, after checking them against the published SHA-256
-    and row count of the dataset file ``name`` (e.g. ``fairness/evaluation.jsonl``)."""
-    if name not in PUBLISHED_FILES:
-        raise ChecksumError(f"{name} is not a published file of sokoban-fairness")
-    expected = PUBLISHED_FILES[name]
-    download_again = (
+_CHUNK = 1 << 20  # bytes hashed at a time
+
+
+def _download_again(name: str) -> str:
+    return (
         f'Download the current file again, e.g. load_dataset(..., download_mode="force_redownload") '
         f"or `hf download org/sokoban-fairness {name} --repo-type dataset --force-download`."
     )
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def check_published_file(path, name: str) -> bytes:
+    """The bytes of ``path``, after checking them against the published size,
+    SHA-256 and row count of the dataset file ``name`` (e.g. ``fairness/evaluation.jsonl``).
+
+    What ``path`` resolves to must be a regular file of exactly the published
+    size, checked before a byte is read, so a FIFO, a device or a huge file is
+    refused at once instead of hanging or exhausting memory; then it is hashed
+    in chunks.
+    """
+    if name not in PUBLISHED_FILES:
+        raise ChecksumError(f"{name} is not a published file of sokoban-fairness")
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"the path of {name} must be a str or os.PathLike file path, not {path!r}")
+    expected = PUBLISHED_FILES[name]
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        # Non-blocking, so that opening a FIFO returns at once; fstat then describes
+        # what was opened (through any symlink), so nothing can swap it in between.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
-        raise ChecksumError(f"{name} ({path}) cannot be read ({err.strerror}). {download_again}") from None
-    digest = hashlib.sha256(data).hexdigest()
-    rows = data.count(b"\n")
-    if digest != expected["sha256"] or rows != expected["rows"]:
+        raise ChecksumError(f"{name} ({path}) cannot be read ({err.strerror}). {_download_again(name)}") from None
+    status = os.fstat(fd)
+    problem = None
+    if not stat.S_ISREG(status.st_mode):
+        problem = (f"is not a regular file but {_file_kind(status.st_mode)} (it resolves to "
+                   f"{os.path.realpath(path)}); the published file is a regular file of "
+                   f"{expected['bytes']:,} bytes")
+    elif status.st_size != expected["bytes"]:
+        problem = (f"is not the published file: expected {expected['bytes']:,} bytes "
+                   f"(SHA-256 {expected['sha256']}), found {status.st_size:,} bytes. "
+                   f"It is stale, truncated or modified")
+    if problem:
+        os.close(fd)
+        raise ChecksumError(f"{name} ({path}) {problem}. {_download_again(name)}")
+    with os.fdopen(fd, "rb") as handle:
+        digest, chunks, size = hashlib.sha256(), [], 0
+        # At most one chunk past the published size, even if the file grew since fstat.
+        while size <= expected["bytes"] and (chunk := handle.read(_CHUNK)):
+            digest.update(chunk)
+            chunks.append(chunk)
+            size += len(chunk)
+    data = b"".join(chunks)
+    digest, rows = digest.hexdigest(), data.count(b"\n")
+    if len(data) != expected["bytes"] or digest != expected["sha256"] or rows != expected["rows"]:
         raise ChecksumError(
             f"{name} ({path}) is not the published file: expected SHA-256 {expected['sha256']} "
             f"and {expected['rows']} rows, found SHA-256 {digest} and {rows} rows. "
-            f"It is stale, truncated or modified. {download_again}"
+            f"It is stale, truncated or modified. {_download_again(name)}"
         )
     return data
 
@@ -305,8 +352,22 @@ class SokobanFairness(datasets.GeneratorBasedBuilder):
         )
 
     def _split_generators(self, dl_manager):
+        # Checked here, before any example is generated, because datasets 3.x
+        # wraps errors raised in _generate_examples in a generic
+        # DatasetGenerationError; raised here, the user's last line names the
+        # file, the expected and found digests and the fix.
+        if self.config.with_images:
+            try:
+                import PIL  # noqa: F401  (datasets stores and decodes the image column with it)
+            except ImportError:
+                raise ImportError(
+                    "with_images=True needs Pillow, which datasets uses to store the image column; "
+                    "install it with `pip install pillow`, or load without with_images."
+                ) from None
         names = SPLIT_FILES[self.config.name]
         paths = dl_manager.download(names)
+        for split, name in names.items():
+            check_published_file(paths[split], name)
         return [
             datasets.SplitGenerator(name=split, gen_kwargs={"path": paths[split], "name": names[split]})
             for split in names

@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 
 from . import benchmark
+from .artifacts import clear_interrupted_writes
 
 REPO = Path(__file__).resolve().parent.parent
+GENERATED_DIRECTORIES = ("fairness", "images")  # besides the repository root
 # Each step is its own command, run in a fresh process in dependency order; the
 # selector is a top-level script, which the package never imports.
 STEPS = (
@@ -30,6 +32,9 @@ STEPS = (
 def reproduce(check: bool) -> int:
     """Run every step; stop at the first that fails, since later steps read its files."""
     started = time.perf_counter()
+    if not check:  # every file is about to be rewritten, so an interrupted write's leftovers can go
+        for leftover in clear_interrupted_writes([REPO, *(REPO / d for d in GENERATED_DIRECTORIES)]):
+            print(f"removed {leftover.relative_to(REPO)}, left by an interrupted write")
     for name, command in STEPS:
         print(f"== {name}", flush=True)
         if subprocess.run([sys.executable, *command, *(["--check"] if check else [])], cwd=REPO).returncode:

@@ -1,9 +1,19 @@
 """Writing generated files safely and checking committed ones byte for byte.
 
 Every command that produces a file under ``fairness/`` (or the card) goes
-through :func:`publish`, which either writes all files atomically or, with
-``check``, compares them with what is on disk and names the first differing
-line of each file that differs.
+through :func:`publish`, which either writes its set of files so that a reader
+sees the old set or the new one, or, with ``check``, compares them with what
+is on disk and names the first differing line of each file that differs.
+
+A set is written in three steps: every file to a temporary ``.NAME.*.tmp``
+beside it; a journal (:data:`JOURNAL`) naming the set into each directory
+it touches; then the renames, after which the journals go. A run killed
+before the renames leaves only temporaries, one killed between them a
+journal: either way every later ``--check`` and write (:func:`ready`)
+reports an interrupted write and says to run :data:`REPRODUCE`, which clears
+the leftovers (:func:`clear_interrupted_writes`) and rewrites every file.
+Commands also call :func:`ready` before any work, so an unwritable output
+is reported in one line before minutes of generating, not as a traceback after.
 """
 
 from __future__ import annotations
@@ -15,6 +25,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+
+JOURNAL = ".publish-journal.json"
+TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by git
+REPRODUCE = "python -m sokoban_tools reproduce"
 
 
 def _current_umask() -> int:
@@ -39,10 +53,8 @@ def json_document(obj) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def write_atomic(path: Path | str, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it into place,
-    so a crash leaves either the old file or the new one, never half of one."""
-    path = Path(path)
+def _write_temp(path: Path, data: bytes) -> str:
+    """Write ``data`` to a new temporary file beside ``path``; return its name."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -51,10 +63,126 @@ def write_atomic(path: Path | str, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private; published files are not
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the renames in ``directory`` durable, so a power cut keeps their order."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path | str, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it into place,
+    so a crash leaves either the old file or the new one, never half of one."""
+    path = Path(path)
+    tmp = _write_temp(path, data)
+    try:
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_set(files: dict[Path, bytes], command: str) -> None:
+    """Write ``files`` so that a reader sees the old set or the new one (see the
+    module docstring); an exception removes every temporary it leaves."""
+    directories = list(dict.fromkeys(path.parent for path in files))
+    temps: dict[Path, str] = {}
+    renamed = 0
+    try:
+        for path, data in files.items():
+            temps[path] = _write_temp(path, data)
+        journal = json_document({"command": command, "files": [str(path) for path in files]})
+        for directory in directories:
+            write_atomic(directory / JOURNAL, journal)
+            _sync_directory(directory)
+        for path, tmp in temps.items():
+            os.replace(tmp, path)
+            renamed += 1
+        for directory in directories:
+            _sync_directory(directory)
+            (directory / JOURNAL).unlink()
+    except BaseException:
+        for tmp in list(temps.values())[renamed:]:
+            os.unlink(tmp)
+        if renamed == 0:  # the old set is untouched: nothing to warn about later
+            for directory in directories:
+                (directory / JOURNAL).unlink(missing_ok=True)
+        raise
+
+
+def interrupted_writes(directories) -> list[str]:
+    """One message per directory holding a journal or temporaries of an
+    interrupted write, saying what it left and what to run."""
+    messages = []
+    for directory in dict.fromkeys(Path(d) for d in directories):
+        if not directory.is_dir():
+            continue
+        journal = directory / JOURNAL
+        temps = sorted(p.name for p in directory.glob(TEMP_PATTERN))
+        if journal.exists():
+            try:
+                entry = json.loads(journal.read_bytes())
+                what = f"`{entry['command']}` was interrupted while replacing " + ", ".join(
+                    os.path.relpath(name) for name in entry["files"])
+            except (OSError, ValueError, KeyError, TypeError):
+                what = "an interrupted write left an unreadable journal"
+            messages.append(f"{journal}: {what}, so these files are a mixed set of old and new; "
+                            f"run `{REPRODUCE}` to regenerate every file")
+        elif temps:
+            messages.append(f"{directory}: an interrupted write left {', '.join(temps)}; the files "
+                            f"beside them may not belong together; run `{REPRODUCE}` to regenerate every file")
+    return messages
+
+
+def clear_interrupted_writes(directories) -> list[Path]:
+    """Remove the journals and temporaries of interrupted writes (before every file
+    is regenerated); return what was removed."""
+    removed = []
+    for directory in dict.fromkeys(Path(d) for d in directories):
+        if directory.is_dir():
+            for leftover in [directory / JOURNAL, *directory.glob(TEMP_PATTERN)]:
+                if leftover.exists():
+                    leftover.unlink()
+                    removed.append(leftover)
+    return removed
+
+
+def unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be written as a file, with the fix; ``None`` if it can."""
+    if path.is_dir():
+        return f"{path}: is a directory, but the command writes a file there; move it away"
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing}: is a file, but it must be a directory; give a directory (e.g. --data-dir)"
+    try:
+        tempfile.TemporaryFile(dir=existing).close()  # a real write test: root ignores mode bits
+    except OSError as err:
+        return (f"{existing}: cannot be written ({err.strerror}); make it writable "
+                f"(chmod u+w) or give another directory (e.g. --data-dir)")
+    return None
+
+
+def ready(paths, check: bool) -> bool:
+    """Whether a command may start: no interrupted write left a mixed set among
+    ``paths``' directories and, unless ``check``, every path can be written.
+    Says why not on stderr: each interrupted write, or the first unwritable path."""
+    paths = [Path(p) for p in paths]
+    problems = interrupted_writes(path.parent for path in paths)
+    if not check and not problems:  # the first unwritable path: the others usually share its cause
+        problems = [problem for problem in map(unwritable, paths) if problem][:1]
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return not problems
 
 
 def first_difference(expected: bytes, actual: bytes) -> int:
@@ -79,17 +207,17 @@ def command_line(prog: str, description: str, data_dir: Path | None = None) -> a
 
 
 def publish(files: dict[Path, bytes], check: bool, command: str) -> bool:
-    """Write ``files`` (``check`` false), or compare them with the files on disk.
+    """Write ``files`` as one set (``check`` false), or compare them with the files on disk.
 
-    Returns whether everything matched (always true when writing), and says so
-    on stdout. A mismatch is reported on stderr with the file, the first
-    differing line and the ``command`` that regenerates it.
+    Returns whether everything matched, or was written, and says so on stdout. A mismatch, or a mixed set left by an interrupted write, is
+    reported on stderr with the file, the first differing line and what to run.
     """
+    if not ready(files, check):
+        return False
     ok = True
-    for path, data in files.items():
-        if not check:
-            write_atomic(path, data)
-            continue
+    if not check:
+        write_set(files, command)
+    for path, data in files.items() if check else ():
         if not path.exists():
             print(f"{path}: missing; run `{command}` to create it", file=sys.stderr)
             ok = False

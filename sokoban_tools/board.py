@@ -48,6 +48,31 @@ class Board:
     player: Cell
     box: Cell
 
+    def invariant_error(self) -> str | None:
+        """What makes this board impossible (``None`` if nothing does): a room
+        that is not a rectangle of wall, floor and target codes with one target,
+        or a player or box off the grid, on a wall, or on the same cell.
+
+        Not run on every construction, which the solver does millions of times;
+        whoever accepts a Board from outside (the runtime's ``reset``) calls it.
+        """
+        fixed = self.room_fixed
+        if not fixed or not fixed[0] or any(len(row) != len(fixed[0]) for row in fixed):
+            return "room_fixed is not a non-empty rectangle"
+        if any(v not in (WALL, FLOOR, TARGET) for row in fixed for v in row):
+            return "room_fixed has a code other than 0 wall, 1 floor, 2 target"
+        targets = sum(v == TARGET for row in fixed for v in row)
+        if targets != 1:
+            return f"room_fixed has {targets} targets, expected one"
+        for name, cell in (("player", self.player), ("box", self.box)):
+            if not (isinstance(cell, tuple) and len(cell) == 2 and all(isinstance(v, int) for v in cell)):
+                return f"the {name} cell {cell!r} is not a (row, column) pair of ints"
+            if not self.is_open(cell):
+                return f"the {name} at {cell} is off the {self.height}x{self.width} grid or on a wall"
+        if self.player == self.box:
+            return f"the player and the box share the cell {self.player}"
+        return None
+
     @property
     def height(self) -> int:
         return len(self.room_fixed)

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from sokoban_fairness import SPLIT_FILES
 
-from .artifacts import command_line, publish, sha256_bytes
+from .artifacts import command_line, publish, ready, sha256_bytes
 from .board import from_lurd
 from .env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from .figures import board_sheet, length_histogram, replay_strip
-from .records import BoardRow, DataError, read_rows
+from .records import BoardRow, DataError, read_board_file, read_rows
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).resolve().parent / "card_templates"
@@ -52,11 +52,13 @@ ROW_FEATURES = (
 
 
 def published_files(repo: Path) -> dict[str, dict]:
-    """SHA-256 and row count of every data file the loaders read."""
+    """SHA-256, row count and size of every data file the loaders read, each
+    digest taken from the same bytes whose every row has just passed the row
+    checks, so no digest of an unchecked file is ever pinned."""
     entries = {}
     for name in DATA_FILES:
-        data = (repo / name).read_bytes()
-        entries[name] = {"sha256": sha256_bytes(data), "rows": data.count(b"\n"), "bytes": len(data)}
+        data, rows = read_board_file(repo / name)
+        entries[name] = {"sha256": sha256_bytes(data), "rows": len(rows), "bytes": len(data)}
     return entries
 
 
@@ -65,7 +67,8 @@ def loading_script(repo: Path, files: dict[str, dict]) -> bytes:
     text = (repo / LOADING_SCRIPT).read_text(encoding="utf-8")
     lines = ["PUBLISHED_FILES = {"]
     for name, entry in files.items():
-        lines.append(f'    "{name}": {{"sha256": "{entry["sha256"]}", "rows": {entry["rows"]}}},')
+        lines.append(f'    "{name}": {{"sha256": "{entry["sha256"]}", "rows": {entry["rows"]}, '
+                     f'"bytes": {entry["bytes"]}}},')
     lines.append("}")
     if not BLOCK.search(text):
         raise SystemExit(f"{repo / LOADING_SCRIPT}: the PUBLISHED FILES block is missing; restore it from git")
@@ -183,7 +186,8 @@ def card_values(repo: Path, files: dict[str, dict], summary: dict, validation: l
         f"{_count(uniqueness['distinct_under_symmetry'])} of {_count(uniqueness['boards'])} are distinct "
         f"under the 8 symmetries within and across both files."
     )
-    checksums = _table([[f"`{name}`", _count(e["rows"]), f"`{e['sha256']}`"] for name, e in files.items()])
+    checksums = _table([[f"`{name}`", _count(e["rows"]), _count(e["bytes"]), f"`{e['sha256']}`"]
+                        for name, e in files.items()])
     benchmarks = repo / BENCHMARKS
     return {
         "protocol": selection["protocol"],
@@ -194,6 +198,7 @@ def card_values(repo: Path, files: dict[str, dict], summary: dict, validation: l
         "validation_sha256": files[VALIDATION_FILE]["sha256"],
         "strata_table": _table(strata_rows),
         "extra_places": selection["quota_totals"]["extra_places"],
+        "quotas": "/".join(str(s["quota"]) for s in strata.values()),
         "selected_min": selection["selected"]["shortest_solution_length"]["min"],
         "selected_max": selection["selected"]["shortest_solution_length"]["max"],
         "pool_min": pool["shortest_solution_length"]["min"],
@@ -224,6 +229,12 @@ def _citation(repo: Path) -> str:
     return re.search(r'_CITATION = """(.*?)"""', text, re.S).group(1)
 
 
+def outputs(repo: Path) -> list[Path]:
+    """The files :func:`build` writes under ``repo``, in order."""
+    return [repo / name for name in (LOADING_SCRIPT, "README.md", "fairness/README.md", "images/validation-boards.png",
+                                     "images/replay.png", "images/solution-lengths.png")]
+
+
 def build(repo: Path = REPO) -> dict[Path, bytes]:
     """The loading script, the dataset card and fairness/README.md as they should be."""
     files = published_files(repo)
@@ -237,18 +248,20 @@ def build(repo: Path = REPO) -> dict[Path, bytes]:
         for name, split in {**summary["splits"], **summary["archive"]}.items()
     }
     first = validation[0]
-    return {
-        repo / LOADING_SCRIPT: loading_script(repo, files),
-        repo / "README.md": card.encode("utf-8"),
-        repo / "fairness" / "README.md": data_readme.encode("utf-8"),
-        repo / "images" / "validation-boards.png": board_sheet(validation[:16]),
-        repo / "images" / "replay.png": replay_strip(first.board, from_lurd(first.shortest_solution)),
-        repo / "images" / "solution-lengths.png": length_histogram(histograms),
-    }
+    return dict(zip(outputs(repo), (
+        loading_script(repo, files),
+        card.encode("utf-8"),
+        data_readme.encode("utf-8"),
+        board_sheet(validation[:16]),
+        replay_strip(first.board, from_lurd(first.shortest_solution)),
+        length_histogram(histograms),
+    )))
 
 
 def main(argv: list[str] | None = None) -> int:
     args = command_line(COMMAND, __doc__.split("\n\n")[0]).parse_args(argv)
+    if not ready(outputs(REPO), args.check):
+        return 1
     try:
         files = build()
     except (DataError, OSError, KeyError, ValueError) as err:

@@ -144,6 +144,9 @@ class FairSokobanEnv:
         board = task.board if isinstance(task, BoardRow) else task
         if not isinstance(board, Board):
             raise TypeError(f"reset takes a BoardRow or a Board, not {type(task).__name__}")
+        problem = board.invariant_error()
+        if problem is not None:
+            raise ValueError(f"the board cannot be played: {problem}")
         if board.is_solved:
             raise ValueError("the board is already solved; stored boards never are")
         self._board, self._steps, self._done = board, 0, False

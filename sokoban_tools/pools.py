@@ -20,15 +20,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .artifacts import command_line, json_document, publish, sha256_bytes
+from .artifacts import command_line, json_document, publish, ready, sha256_bytes
 from .generator import GeneratorConfig, Rejection, generate
-from .protocol import STRATA, stratum_of
+from .protocol import (AUDIT_FILE, DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, STRATA, histogram,
+                       stratum_of)
 from .records import encode_row
 from .solver import shortest_solution
 from .symmetry import canonical_form
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "fairness"
-AUDIT_FILE = "source-pool-summary.json"
 COMMAND = "python -m sokoban_tools.pools"
 GENERATOR_NAME = "verl-agent Sokoban generate_room, reimplemented seed for seed in sokoban_tools/generator.py"
 
@@ -49,7 +48,7 @@ class PoolSpec:
 
 
 TRAIN = PoolSpec("train", "train.jsonl", "train-", 5, 0, 5000)
-SOURCE_POOL = PoolSpec("source_pool", "evaluation-pool-1000.jsonl", "pool-", 4, 65_536, 1000)
+SOURCE_POOL = PoolSpec(SOURCE_POOL_NAME, SOURCE_POOL_FILE, "eval-", 4, 65_536, 1000)
 POOLS = (TRAIN, SOURCE_POOL)
 
 
@@ -110,11 +109,6 @@ def scan_pool(spec: PoolSpec, accepted_forms: dict[str, str], config: GeneratorC
     return scan
 
 
-def histogram(lengths: list[int]) -> dict[str, int]:
-    """Counts per shortest-solution length, ascending, with string keys for JSON."""
-    return {str(k): v for k, v in sorted(Counter(lengths).items())}
-
-
 def audit(scans: list[PoolScan], config: GeneratorConfig) -> dict:
     """The generation audit: how every pool was made and what its file holds."""
     pools = {}
@@ -168,14 +162,18 @@ def audit(scans: list[PoolScan], config: GeneratorConfig) -> dict:
     }
 
 
+def outputs(data_dir: Path) -> list[Path]:
+    """The files :func:`build` produces in ``data_dir``, in order."""
+    return [data_dir / spec.file for spec in POOLS] + [data_dir / AUDIT_FILE]
+
+
 def build(data_dir: Path = DATA_DIR, config: GeneratorConfig = GeneratorConfig()
           ) -> tuple[list[PoolScan], dict[Path, bytes]]:
     """Scan both pools; return the scans and the files they produce in ``data_dir``."""
     accepted_forms: dict[str, str] = {}
     scans = [scan_pool(spec, accepted_forms, config) for spec in POOLS]
-    files = {data_dir / scan.spec.file: scan.data() for scan in scans}
-    files[data_dir / AUDIT_FILE] = json_document(audit(scans, config))
-    return scans, files
+    data = [scan.data() for scan in scans] + [json_document(audit(scans, config))]
+    return scans, dict(zip(outputs(data_dir), data))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         data_dir=DATA_DIR,
     )
     args = parser.parse_args(argv)
+    if not ready(outputs(args.data_dir), args.check):  # before a minute of generating
+        return 1
     started = time.perf_counter()
     scans, files = build(args.data_dir)
     ok = publish(files, args.check, COMMAND)

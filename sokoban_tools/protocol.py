@@ -2,13 +2,24 @@
 
 Boards are stratified by shortest solution length in player actions; the
 source-pool audit, the selector and the summaries all use these strata.
+Standard library only, like everything the selector imports, so that anyone
+can re-run the selection with nothing installed.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+
 PROTOCOL = "sokoban-eval-256-v1"
 EVALUATION_SIZE = 256
+DATA_DIR = Path(__file__).resolve().parent.parent / "fairness"  # the published files
 EVALUATION_FILE = "evaluation.jsonl"  # in fairness/, written by select_evaluation_256.py
+# The selection's input, written by sokoban_tools.pools: the pool file, its name in the
+# generation audit, and the audit that records its SHA-256 and row count.
+SOURCE_POOL_FILE = "evaluation-pool-1000.jsonl"
+SOURCE_POOL_NAME = "source_pool"
+AUDIT_FILE = "source-pool-summary.json"
 # (label, shortest length from, to) in stratum order.
 STRATA = (("1-4", 1, 4), ("5-8", 5, 8), ("9-14", 9, 14))
 
@@ -16,3 +27,8 @@ STRATA = (("1-4", 1, 4), ("5-8", 5, 8), ("9-14", 9, 14))
 def stratum_of(length: int) -> str | None:
     """The label of the stratum holding ``length``, or ``None`` outside all strata."""
     return next((label for label, low, high in STRATA if low <= length <= high), None)
+
+
+def histogram(lengths: list[int]) -> dict[str, int]:
+    """Counts per shortest-solution length, ascending, with string keys for JSON."""
+    return {str(k): v for k, v in sorted(Counter(lengths).items())}

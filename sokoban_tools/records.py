@@ -1,9 +1,12 @@
 """The board-row format of ``fairness/*.jsonl``: writing, reading and refusing bad rows.
 
 One JSON object per line, keys in :data:`ROW_KEYS` order, compact separators,
-``\\n`` line ends. Readers refuse anything else with a :class:`DataError` that
-names the file and line and says how to fix it, so a damaged file never
-reaches a trainer or a report silently.
+``\\n`` line ends: each line is exactly what :func:`encode_row` writes for its
+board, so a line that re-serialises to other bytes (CRLF, spaces, duplicate
+keys, escapes) is refused. Boards are 6x6 rooms walled all round, and seeds
+fit in int64 (the column type the loaders give them). Readers refuse anything
+else with a :class:`DataError` that names the file, the line and the field and
+says how to fix it, so a damaged file never reaches a trainer or a report silently.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ ROW_KEYS = (
     "shortest_solution",
     "shortest_solution_length",
 )
+ROOM_SHAPE = (6, 6)  # (rows, columns) of every stored board
+SEED_RANGE = (-(2**63), 2**63 - 1)  # int64, the seed column's type
 REGENERATE_HINT = "regenerate it with the reproduction commands in fairness/README.md"
 
 
@@ -63,10 +68,41 @@ def encode_row(task_id: str, seed: int, board: Board, actions: list[int]) -> str
     return json.dumps(row, separators=(",", ":"), ensure_ascii=False)
 
 
+def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"key {', '.join(repeated)} appears more than once")
+    return dict(pairs)
+
+
+def _shape_problem(key: str, grid: list[list[int]]) -> str | None:
+    """Why ``grid`` is not 6x6, or ``None``."""
+    rows, columns = ROOM_SHAPE
+    if len(grid) != rows or any(len(r) != columns for r in grid):
+        shape = f"{len(grid)} rows of {sorted({len(r) for r in grid})} cells"
+        return f"{key} is {shape}, expected a {rows}x{columns} board"
+    return None
+
+
+def _border_problem(grid: list[list[int]]) -> str | None:
+    """Why the 6x6 ``room_fixed`` is not walled all round, or ``None`` (a piece on
+    a border wall is refused by :meth:`Board.from_rooms`)."""
+    rows, columns = ROOM_SHAPE
+    border = [(r, c) for r in range(rows) for c in range(columns)
+              if r in (0, rows - 1) or c in (0, columns - 1)]
+    open_cells = [cell for cell in border if grid[cell[0]][cell[1]] != 0]
+    if open_cells:
+        return f"room_fixed has non-wall border cells {open_cells[:4]}, every border cell must be 0 (wall)"
+    return None
+
+
 def decode_row(line: str) -> BoardRow:
     """Parse and check one line; raises ``ValueError`` saying what is wrong."""
+    if line.endswith("\r"):
+        raise ValueError("the line ends in a carriage return (CRLF line ends); rows end in \\n alone")
     try:
-        row = json.loads(line)
+        row = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
     except json.JSONDecodeError as err:
         raise ValueError(f"not valid JSON ({err.msg} at column {err.colno})") from None
     if not isinstance(row, dict):
@@ -77,11 +113,20 @@ def decode_row(line: str) -> BoardRow:
                       ("shortest_solution", str), ("shortest_solution_length", int)):
         if not isinstance(row[key], kind) or isinstance(row[key], bool):
             raise ValueError(f"{key} is not a {kind.__name__}")
+    low, high = SEED_RANGE
+    if not low <= row["seed"] <= high:
+        raise ValueError(f"seed {row['seed']} is outside int64 ({low}..{high})")
     for key in ("room_fixed", "room_state"):
         grid = row[key]
         if not (isinstance(grid, list) and all(isinstance(r, list) for r in grid)
                 and all(isinstance(v, int) and not isinstance(v, bool) for r in grid for v in r)):
             raise ValueError(f"{key} is not a list of lists of integers")
+        problem = _shape_problem(key, grid)
+        if problem:
+            raise ValueError(problem)
+    problem = _border_problem(row["room_fixed"])
+    if problem:
+        raise ValueError(problem)
     board = Board.from_rooms(row["room_fixed"], row["room_state"])
     if board.xsb() != row["xsb"]:
         raise ValueError("xsb does not match room_fixed and room_state")
@@ -98,6 +143,14 @@ def decode_row(line: str) -> BoardRow:
         raise ValueError(
             f"shortest_solution_length is {row['shortest_solution_length']}, "
             f"the solution has {len(solution)} actions"
+        )
+    canonical = encode_row(row["task_id"], row["seed"], board, from_lurd(solution))
+    if line != canonical:
+        column = next((i for i, (a, b) in enumerate(zip(line, canonical), start=1) if a != b),
+                      min(len(line), len(canonical)) + 1)
+        raise ValueError(
+            f"not written in the canonical form (compact separators, no spaces or escapes): "
+            f"the line differs from its re-serialisation at column {column}"
         )
     return BoardRow(row["task_id"], row["seed"], board, solution, line)
 

@@ -33,6 +33,8 @@ from typing import Sequence
 import numpy as np
 
 STATE_FORMAT = "sokoban-fairness-training-sampler-v1"
+STATE_KEYS = ("format", "pool_size", "pool_sha256", "batch_size", "rollout_n", "seed",
+              "updates_drawn", "bit_generator")
 
 
 def _frozen_indices(values) -> np.ndarray:
@@ -48,6 +50,16 @@ def _checked_ids(task_ids: Sequence[str]) -> tuple[str, ...]:
     if len(set(ids)) != len(ids):
         raise ValueError("task IDs must be unique")
     return ids
+
+
+def _integer(name: str, value, minimum: int) -> int:
+    """``value`` as an int if it is an integer (not a bool, not a float) of at
+    least ``minimum``; a ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
+    return int(value)
 
 
 def _pool_digest(ids: tuple[str, ...]) -> str:
@@ -92,18 +104,14 @@ class TrainingSampler:
 
     def __init__(self, task_ids: Sequence[str], batch_size: int, rollout_n: int, seed: int):
         self._ids = _checked_ids(task_ids)
-        if not 1 <= batch_size <= len(self._ids):
+        self.batch_size = _integer("batch_size", batch_size, 1)
+        if self.batch_size > len(self._ids):
             raise ValueError(
                 f"batch_size must be between 1 and the pool size {len(self._ids)} "
                 f"(no board twice in one update), got {batch_size}"
             )
-        if rollout_n < 1:
-            raise ValueError(f"rollout_n must be at least 1, got {rollout_n}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        self.batch_size = int(batch_size)
-        self.rollout_n = int(rollout_n)
-        self.seed = int(seed)
+        self.rollout_n = _integer("rollout_n", rollout_n, 1)
+        self.seed = _integer("seed", seed, 0)
         self._rng = np.random.Generator(np.random.PCG64(self.seed))
         self._updates = 0
 
@@ -148,10 +156,13 @@ class TrainingSampler:
     def from_state_dict(cls, task_ids: Sequence[str], state: dict) -> "TrainingSampler":
         """A sampler over ``task_ids`` continuing from ``state``; refuses a state
         saved over a different pool."""
-        if state.get("format") != STATE_FORMAT:
-            raise ValueError(
-                f"not a training-sampler state (format {state.get('format')!r}, expected {STATE_FORMAT!r})"
-            )
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            found = state.get("format") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"not a training-sampler state (format {found!r}, expected {STATE_FORMAT!r})")
+        missing = [key for key in STATE_KEYS if key not in state]
+        if missing:
+            raise ValueError(f"the training-sampler state lacks {', '.join(missing)}; save it again "
+                             f"with TrainingSampler.state_dict()")
         sampler = cls(task_ids, state["batch_size"], state["rollout_n"], state["seed"])
         if state["pool_size"] != len(sampler._ids) or state["pool_sha256"] != _pool_digest(sampler._ids):
             raise ValueError(
@@ -160,7 +171,7 @@ class TrainingSampler:
                 f"({len(sampler._ids)} tasks, {_pool_digest(sampler._ids)[:12]})"
             )
         sampler._rng.bit_generator.state = state["bit_generator"]
-        sampler._updates = int(state["updates_drawn"])
+        sampler._updates = _integer("updates_drawn", state["updates_drawn"], 0)
         return sampler
 
 
@@ -193,8 +204,7 @@ def validation_chunks(task_ids: Sequence[str], workers: int) -> list[ValidationC
     its spare workers idle. Deterministic; uses no RNG.
     """
     ids = _checked_ids(task_ids)
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
+    workers = _integer("workers", workers, 1)
     return [
         ValidationChunk(
             index=number,

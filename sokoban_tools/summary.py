@@ -16,9 +16,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .artifacts import command_line, json_document, publish, sha256_bytes
-from .pools import DATA_DIR, SOURCE_POOL, TRAIN, histogram
-from .protocol import EVALUATION_FILE, PROTOCOL, STRATA, stratum_of
+from .artifacts import command_line, json_document, publish, ready, sha256_bytes
+from .pools import DATA_DIR, SOURCE_POOL, TRAIN
+from .protocol import EVALUATION_FILE, PROTOCOL, STRATA, histogram, stratum_of
 from .records import REGENERATE_HINT, DataError, read_board_file
 
 COMMAND = "python -m sokoban_tools.summary"
@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         data_dir=DATA_DIR,
     )
     args = parser.parse_args(argv)
+    if not ready([args.data_dir / SUMMARY_FILE], args.check):
+        return 1
     try:
         files = build(args.data_dir)
     except DataError as err:

@@ -16,6 +16,7 @@ from conftest import DATA_DIR, REPO
 from sokoban_tools import card
 from sokoban_tools.artifacts import publish
 from sokoban_tools.protocol import stratum_of
+from sokoban_tools.records import DataError
 
 README = REPO / "README.md"
 
@@ -33,11 +34,45 @@ def test_card__is_what_the_card_command_writes():
     assert publish(card.build(), check=True, command=card.COMMAND)
 
 
-def test_loading_script__publishes_each_files_real_sha256_and_rows():
+def test_loading_script__publishes_each_files_real_sha256_rows_and_size():
     for name, expected in sokoban_fairness.PUBLISHED_FILES.items():
         data = (REPO / name).read_bytes()
-        assert expected == {"sha256": hashlib.sha256(data).hexdigest(), "rows": data.count(b"\n")}, name
+        assert expected == {"sha256": hashlib.sha256(data).hexdigest(), "rows": data.count(b"\n"),
+                            "bytes": len(data)}, name
     assert sokoban_fairness.PUBLISHED_FILES["fairness/evaluation.jsonl"]["rows"] == 256
+
+
+def _second_player(row):
+    flat = [v for r in row["room_state"] for v in r]
+    flat[flat.index(1)] = 5
+    row["room_state"] = [flat[i:i + 6] for i in range(0, 36, 6)]
+    return json.dumps(row, separators=(",", ":"))
+
+
+def _seven_by_seven(row):
+    row["room_fixed"] = [r + [0] for r in row["room_fixed"]] + [[0] * 7]
+    row["room_state"] = [r + [0] for r in row["room_state"]] + [[0] * 7]
+    row["xsb"] = "\n".join(line + "#" for line in row["xsb"].split("\n")) + "\n#######"
+    return json.dumps(row, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("name", ["train.jsonl", "evaluation-pool-1000.jsonl"])
+@pytest.mark.parametrize("damage, problem", [
+    (_second_player, "expected one player, found 2"),
+    (lambda row: json.dumps({k: v for k, v in row.items() if k != "xsb"}, separators=(",", ":")), "keys are"),
+    (_seven_by_seven, "room_fixed is 7 rows of [7] cells"),
+])
+def test_card__pins_no_digest_of_a_file_with_a_bad_row(tmp_path, name, damage, problem):
+    for data_file in card.DATA_FILES:
+        (tmp_path / data_file).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / data_file).write_bytes((REPO / data_file).read_bytes())
+    path = tmp_path / "fairness" / name
+    lines = path.read_text(encoding="utf-8").split("\n")
+    lines[41] = damage(json.loads(lines[41]))
+    path.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(DataError) as refused:
+        card.published_files(tmp_path)
+    assert str(refused.value).startswith(f"{path}:42: ") and problem in str(refused.value)
 
 
 def test_card__yaml_splits_count_the_rows_of_their_files():

@@ -8,13 +8,13 @@ over the card's script-free schema, so the decoded columns and images survive.
 
 from __future__ import annotations
 
-import hashlib
 import textwrap
 
 import pytest
 
 import sokoban_fairness as sf
-from venvs import DATASETS36, EVALUATION, REPO, TAMPERINGS, offline_env, require_venv, run_client, tampered_copy
+from venvs import (DATASETS36, EVALUATION, REPO, TAMPERINGS, offline_env, published_copy, refusal_parts,
+                   require_venv, run_client, special_copy, tampered_copy)
 
 pytestmark = pytest.mark.slow
 
@@ -167,16 +167,66 @@ def tampered(python36, tmp_path_factory):
 
 
 @pytest.mark.parametrize("case", TAMPERINGS)
-def test_script_refuses_a_tampered_file_naming_digests_rows_and_the_fix(tampered, case):
+def test_script_refuses_a_tampered_file_naming_digests_or_sizes_and_the_fix_unwrapped(tampered, case):
     results, found = tampered
     outcome = results[case]["script"]
     assert "error" in outcome, f"accepted with {outcome.get('ok')} validation rows"
-    refusals = [error["message"] for error in outcome["error"] if error["type"] == "ChecksumError"]
-    assert refusals, outcome["error"]
-    expected, rows = sf.PUBLISHED_FILES[EVALUATION], found[case].count(b"\n")
-    for part in (EVALUATION, expected["sha256"], f"{expected['rows']} rows",
-                 hashlib.sha256(found[case]).hexdigest(), f"{rows} rows", "force_redownload"):
-        assert part in refusals[0]
+    # The outermost error, the last line a user sees, is the refusal itself, not a
+    # DatasetGenerationError with the refusal hidden in its cause.
+    assert outcome["error"][0]["type"] == "ChecksumError", outcome["error"]
+    for part in refusal_parts(found[case]):
+        assert part in outcome["error"][0]["message"]
+
+
+@pytest.fixture(scope="module")
+def not_what_they_seem(python36, tmp_path_factory):
+    """kind -> what loading the script on 3.6 did with that validation file, in one client,
+    each load stopped by an alarm if it hangs."""
+    tmp = tmp_path_factory.mktemp("special36")
+    roots = {kind: special_copy(tmp / kind, kind) for kind in ("fifo", "symlink_to_dev_zero", "three_gib_file")}
+    roots["no_pillow"] = published_copy(tmp / "no_pillow")
+    program = '''
+    import signal
+    import datasets
+    datasets.disable_progress_bars()
+
+    def hung(signum, frame):
+        raise TimeoutError("still loading after 120 s")
+
+    signal.signal(signal.SIGALRM, hung)
+    out = {}
+    for kind, root in ARGS["roots"].items():
+        if kind == "no_pillow":
+            sys.modules["PIL"] = None  # what `import PIL` sees when Pillow is absent
+        signal.alarm(120)
+        out[kind] = attempt(lambda: datasets.load_dataset(
+            root + "/sokoban_fairness.py", "fairness", trust_remote_code=True, with_images=kind == "no_pillow",
+            cache_dir=root + "/cache")["validation"].num_rows)
+        signal.alarm(0)
+    report(out)
+    '''
+    return run_client(python36, program, {"roots": roots}, env=offline_env(tmp / "hf-home")), roots
+
+
+@pytest.mark.parametrize("kind, found", [
+    ("fifo", "a FIFO (named pipe)"),
+    ("symlink_to_dev_zero", "a character device (it resolves to /dev/zero)"),
+    ("three_gib_file", "found 3,221,225,472 bytes"),
+])
+def test_script_refuses_a_fifo_a_device_or_a_huge_file_at_once_unwrapped(not_what_they_seem, kind, found):
+    results, roots = not_what_they_seem
+    error = results[kind]["error"][0]
+    assert error["type"] == "ChecksumError", results[kind]
+    expected = sf.PUBLISHED_FILES[EVALUATION]["bytes"]
+    for part in (EVALUATION, str(roots[kind] / EVALUATION), found, f"{expected:,} bytes", "force_redownload"):
+        assert part in error["message"]
+
+
+def test_script_with_images_without_pillow_says_so_first(not_what_they_seem):
+    results, _ = not_what_they_seem
+    error = results["no_pillow"]["error"][0]
+    assert error["type"] == "ImportError", results["no_pillow"]
+    assert "with_images=True needs Pillow" in error["message"] and "pip install pillow" in error["message"]
 
 
 def test_script_free_load_on_3_6_checks_split_row_counts_only(tampered):

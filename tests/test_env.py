@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -122,6 +123,21 @@ def test_step__before_any_reset_is_an_error():
 def test_reset__refuses_a_solved_board():
     with pytest.raises(ValueError, match="already solved"):
         FairSokobanEnv().reset(Board.from_xsb("######\n#@*  #\n#    #\n#    #\n#    #\n######"))
+
+
+NO_TARGET = tuple(tuple(1 if v == 2 else v for v in row) for row in CORRIDOR.room_fixed)
+
+
+@pytest.mark.parametrize("board, reason", [
+    (Board(CORRIDOR.room_fixed, CORRIDOR.box, CORRIDOR.box), "share the cell"),
+    (Board(NO_TARGET, CORRIDOR.player, CORRIDOR.box), "0 targets"),
+    (Board(CORRIDOR.room_fixed, (6, 1), CORRIDOR.box), "player at (6, 1) is off the 6x6 grid"),
+    (Board(CORRIDOR.room_fixed, CORRIDOR.player, (0, 2)), "box at (0, 2) is off the 6x6 grid or on a wall"),
+    (Board(CORRIDOR.room_fixed, (-1, 1), CORRIDOR.box), "player at (-1, 1)"),
+])
+def test_reset__refuses_a_board_that_breaks_the_boards_invariants_with_the_reason(board, reason):
+    with pytest.raises(ValueError, match=rf"cannot be played: .*{re.escape(reason)}"):
+        FairSokobanEnv().reset(board)
 
 
 def test_stored_solutions__win_on_their_last_action(pool_rows):

@@ -95,15 +95,17 @@ def sha256(path: Path) -> str:
 
 
 def refusal(errors: list[dict]) -> str:
-    """The ChecksumError message in a client's error chain."""
-    messages = [error["message"] for error in errors if error["type"] == "ChecksumError"]
-    assert messages, errors
-    return messages[0]
+    """The message of a client's outermost error, which must be the ChecksumError itself:
+    the last line a user sees names the file and the fix, on every datasets version."""
+    assert errors[0]["type"] == "ChecksumError", errors
+    return errors[0]["message"]
 
 
 def assert_names_the_pool(message: str) -> None:
+    """The refusal of the pool in place of the evaluation file: refused by its size."""
     published, pool = sf.PUBLISHED_FILES[EVALUATION], sf.PUBLISHED_FILES[POOL]
-    for part in (EVALUATION, published["sha256"], "256 rows", pool["sha256"], "1000 rows", "force_redownload"):
+    for part in (EVALUATION, f"expected {published['bytes']:,} bytes", published["sha256"],
+                 f"found {pool['bytes']:,} bytes", "force_redownload"):
         assert part in message
 
 

@@ -108,3 +108,31 @@ def test_check__names_the_file_and_first_differing_line(tmp_path, capsys):
     assert not publish({target: good}, check=True, command="make it")
     assert "missing" in capsys.readouterr().err
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_pool__traced_boards_are_found_by_seed_not_by_their_recorded_ids(pool_rows):
+    """The runtime traces (../shared/vectors) were recorded when pool IDs were spelled
+    pool-NNNN; seeds are unique, so a traced pool board is found by its seed, and its
+    recorded reset state is the stored board (a player on a target drawn as 6)."""
+    import gzip
+
+    path = REPO.parent / "shared" / "vectors" / "runtime-traces.jsonl.gz"
+    if not path.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{path} is missing")
+        pytest.skip(f"{path} is missing")
+    by_seed = {row.seed: row for row in pool_rows}
+    assert len(by_seed) == len(pool_rows)
+    traced = 0
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            trace = json.loads(line)
+            if trace["source"] != "evaluation-pool-1000":
+                continue
+            row = by_seed[trace["seed"]]
+            assert trace["task_id"].split("-")[1] == row.task_id.split("-")[1]  # same number, old spelling
+            shown = [[6 if (v == 5 and f == 2) else v for v, f in zip(state_row, fixed_row)]
+                     for state_row, fixed_row in zip(row.board.room_state(), row.board.room_fixed)]
+            assert trace["reset"]["state"] == shown, row.task_id
+            traced += 1
+    assert traced == 600  # 150 pool boards x 2 modes x 2 episodes

@@ -1,11 +1,14 @@
 """A board file that is damaged in any way is refused, naming the file and the line."""
 
 import json
+import re
 
 import pytest
 
 from conftest import DATA_DIR
-from sokoban_tools.records import ROW_KEYS, DataError, read_rows
+from sokoban_tools.board import Board
+from sokoban_tools.records import ROW_KEYS, DataError, encode_row, read_rows
+from sokoban_tools.solver import shortest_solution
 
 GOOD = (DATA_DIR / "evaluation.jsonl").read_text(encoding="utf-8").splitlines()[:3]
 
@@ -38,7 +41,40 @@ def moved_player():
     return json.dumps(row, separators=(",", ":"))
 
 
+def consistent_row(xsb, seed=65_600):
+    """A row that agrees with itself (xsb, rooms, a shortest solution) for any board."""
+    board = Board.from_xsb(xsb)
+    return encode_row("eval-0001", seed, board, shortest_solution(board))
+
+
+SEVEN = "#######\n#@$.  #\n#     #\n#     #\n#     #\n#     #\n#######"
+OPEN_BORDER = "######\n#@$.  \n#    #\n#    #\n#    #\n######"
+
+
+def escaped_first_id_letter():
+    """The same row with the task ID's first letter written as a JSON \\u escape."""
+    start = GOOD[1].index('"task_id":"') + len('"task_id":"')
+    return GOOD[1][:start] + f"\\u{ord(GOOD[1][start]):04x}" + GOOD[1][start + 1:]
+
+
+def duplicate_key():
+    return GOOD[1].replace('"seed":', '"task_id":"eval-0999","seed":', 1)
+
+
 DAMAGE = {
+    "7x7 board": (consistent_row(SEVEN), re.escape("room_fixed is 7 rows of [7] cells, expected a 6x6 board")),
+    "1x3 board without walls": (consistent_row("@$."), re.escape("room_fixed is 1 rows of [3] cells")),
+    "1x18 corridor": (consistent_row("#@$.              #"), re.escape("room_fixed is 1 rows of [19] cells")),
+    "open border": (consistent_row(OPEN_BORDER), r"room_fixed has non-wall border cells \[\(1, 5\)\]"),
+    "seed above int64": (consistent_row("######\n#@$. #\n#    #\n#    #\n#    #\n######", 2**63),
+                         "seed 9223372036854775808 is outside int64"),
+    "seed below int64": (with_field("seed", -(2**63) - 1), "seed -9223372036854775809 is outside int64"),
+    "CRLF line end": (GOOD[1] + "\r", "carriage return"),
+    "spaced separators": (GOOD[1].replace(",", ", ").replace('":', '": '), "canonical form"),
+    "trailing whitespace": (GOOD[1] + " ", "canonical form"),
+    "leading whitespace": (" " + GOOD[1], "canonical form"),
+    "escaped character": (escaped_first_id_letter(), "canonical form"),
+    "duplicate key": (duplicate_key(), "key task_id appears more than once"),
     "not JSON": ("{not json", "not valid JSON"),
     "keys reordered": (reordered(), "keys are"),
     "seed not an integer": (with_field("seed", "12"), "seed is not a int"),
@@ -79,3 +115,4 @@ def test_read_rows__keeps_each_rows_exact_line(tmp_path):
     path = tmp_path / "evaluation.jsonl"
     path.write_text("\n".join(GOOD) + "\n", encoding="utf-8")
     assert [row.line for row in read_rows(path)] == GOOD
+

@@ -147,11 +147,37 @@ def test_training__a_state_from_another_pool_is_refused(train_ids):
     ({"seed": -1}, "seed"),
     ({"seed": None}, "seed"),
     ({"seed": 1.5}, "seed"),
+    ({"seed": True}, "seed"),
+    ({"batch_size": 1.5}, "batch_size must be an integer"),
+    ({"batch_size": True}, "batch_size must be an integer"),
+    ({"batch_size": "128"}, "batch_size must be an integer"),
+    ({"rollout_n": 2.5}, "rollout_n must be an integer"),
+    ({"rollout_n": True}, "rollout_n must be an integer"),
 ])
 def test_training__refuses_bad_settings(train_ids, kwargs, message):
     settings = {"batch_size": BATCH, "rollout_n": GROUP, "seed": 0, **kwargs}
     with pytest.raises(ValueError, match=message):
         TrainingSampler(train_ids, **settings)
+
+
+@pytest.mark.parametrize("key", ["pool_size", "pool_sha256", "batch_size", "rollout_n", "seed",
+                                 "updates_drawn", "bit_generator"])
+def test_training__a_state_missing_a_key_is_refused_with_a_value_error_naming_it(train_ids, key):
+    state = TrainingSampler(train_ids, BATCH, GROUP, seed=1).state_dict()
+    del state[key]
+    with pytest.raises(ValueError, match=f"lacks {key}"):
+        TrainingSampler.from_state_dict(train_ids, state)
+
+
+def test_training__a_state_that_is_not_a_dict_is_refused():
+    with pytest.raises(ValueError, match="not a training-sampler state"):
+        TrainingSampler.from_state_dict(["a"], ["format"])
+
+
+@pytest.mark.parametrize("workers", [1.5, True, 0])
+def test_validation__refuses_a_worker_count_that_is_not_a_positive_integer(workers):
+    with pytest.raises(ValueError, match="workers"):
+        validation_chunks(["a", "b"], workers)
 
 
 def test_training__refuses_duplicate_task_ids():
@@ -227,7 +253,8 @@ def test_loader__refuses_a_file_that_is_not_the_published_one_with_the_scripts_m
     if damage == "old 1,000-row file":
         data = (DATA_DIR / "evaluation-pool-1000.jsonl").read_bytes()
     elif damage == "flipped byte":
-        data = data.replace(b'"seed":', b'"seed" :', 1)
+        at = data.index(b'"seed":') + len(b'"seed":')
+        data = data[:at] + bytes([data[at] ^ 1]) + data[at + 1:]  # another digit: same size
     else:
         data = data[: data.rindex(b"\n", 0, len(data) - 1) + 1]
     copy = tmp_path / "evaluation.jsonl"
@@ -235,10 +262,20 @@ def test_loader__refuses_a_file_that_is_not_the_published_one_with_the_scripts_m
     message = _error_message(lambda: load_evaluation(copy))
     assert message == _error_message(lambda: sokoban_fairness.check_published_file(copy, EVALUATION_FILE))
     published = sokoban_fairness.PUBLISHED_FILES[EVALUATION_FILE]
-    assert published["sha256"] in message and hashlib.sha256(data).hexdigest() in message
-    rows = data.count(b"\n")
-    assert f"{published['rows']} rows" in message and f"{rows} rows" in message
-    assert EVALUATION_FILE in message
+    assert published["sha256"] in message and EVALUATION_FILE in message and "force_redownload" in message
+    if len(data) == published["bytes"]:
+        assert hashlib.sha256(data).hexdigest() in message
+        rows = data.count(b"\n")
+        assert f"{published['rows']} rows" in message and f"{rows} rows" in message
+    else:  # refused by its size before a byte is read
+        assert f"expected {published['bytes']:,} bytes" in message and f"found {len(data):,} bytes" in message
+
+
+def test_loader__refuses_a_file_descriptor_and_leaves_it_open(tmp_path):
+    with open(DATA_DIR / "evaluation.jsonl", "rb") as handle:
+        with pytest.raises(TypeError, match="must be a str or os.PathLike file path, not"):
+            load_evaluation(handle.fileno())
+        assert handle.read(1) == b"{"  # the descriptor was neither read nor closed
 
 
 def test_loader__checks_the_training_file_too():

@@ -190,10 +190,10 @@ def replace_pool_line(tmp_path, line_no, new_line):
 
 def test_selection__a_board_outside_the_strata_is_an_error_naming_file_and_line(tmp_path, capsys):
     copy_inputs(tmp_path)
-    corridor = Board.from_xsb("#" * 19 + "\n#@$" + " " * 14 + ".#\n" + "#" * 19)
-    actions = shortest_solution(corridor)
-    assert len(actions) == 15
-    replace_pool_line(tmp_path, 7, encode_row("pool-0006", 65_600, corridor, actions))
+    long_way = Board.from_xsb("######\n#    #\n#.#$##\n#  @ #\n#    #\n######")  # a 6x6 board
+    actions = shortest_solution(long_way)
+    assert len(actions) == 22
+    replace_pool_line(tmp_path, 7, encode_row("eval-0006", 65_600, long_way, actions))
     assert selector.main(["--data-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"{tmp_path / POOL}:7:" in err and "outside the strata" in err
@@ -202,7 +202,7 @@ def test_selection__a_board_outside_the_strata_is_an_error_naming_file_and_line(
 def test_selection__a_repeated_task_id_is_an_error_naming_file_and_line(tmp_path, capsys):
     copy_inputs(tmp_path)
     lines = (tmp_path / POOL).read_text(encoding="utf-8").split("\n")
-    replace_pool_line(tmp_path, 9, lines[8].replace('"pool-0008"', '"pool-0002"'))
+    replace_pool_line(tmp_path, 9, lines[8].replace('"eval-0008"', '"eval-0002"'))
     assert selector.main(["--data-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"{tmp_path / POOL}:9:" in err and "repeats line 3" in err
@@ -217,3 +217,66 @@ def test_selection__check_names_the_file_and_line_of_a_changed_selected_row(tmp_
     assert selector.main(["--check", "--data-dir", str(tmp_path)]) == 1
     assert f"{output}:3:" in capsys.readouterr().err
     assert output.read_bytes() == b"\n".join(lines)  # --check never writes
+
+
+# --- Facts of the spec, not of the code ------------------------------------------------------
+
+# The published card of sokoban-eval-256-v1 (/work/shared/spec): source strata, quotas and the
+# span of the selected lengths. Written out here so that no code under test supplies them.
+SPEC_SOURCE_STRATA = {"1-4": 531, "5-8": 412, "9-14": 57}
+SPEC_QUOTAS = {"1-4": 136, "5-8": 105, "9-14": 15}
+SPEC_SELECTED_SPAN = (1, 11)
+SPEC_POOL_SPAN = (1, 14)
+
+
+def test_selection__published_files_give_the_specs_strata_quotas_and_span_1_to_11(pool):
+    selected = [json.loads(line) for line in (DATA_DIR / OUTPUT).read_text(encoding="utf-8").splitlines()]
+    pool_lengths = [row["shortest_solution_length"] for row in pool]
+    lengths = [row["shortest_solution_length"] for row in selected]
+    assert (min(lengths), max(lengths)) == SPEC_SELECTED_SPAN
+    assert (min(pool_lengths), max(pool_lengths)) == SPEC_POOL_SPAN
+    by_stratum = {label: sum(low <= n <= high for n in lengths) for label, low, high in STRATA}
+    assert by_stratum == SPEC_QUOTAS
+    assert {label: sum(low <= n <= high for n in pool_lengths) for label, low, high in STRATA} == SPEC_SOURCE_STRATA
+
+
+def test_selection__source_pool_ids_are_eval_0000_to_eval_0999_in_file_order(pool):
+    assert [row["task_id"] for row in pool] == [f"eval-{i:04d}" for i in range(1000)]
+    train = (DATA_DIR / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["task_id"] for line in train] == [f"train-{i:05d}" for i in range(5000)]
+
+
+# --- The rule on a bare Python ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory):
+    """The interpreter of a new venv with nothing installed (no numpy, tqdm or datasets)."""
+    import venv
+
+    directory = tmp_path_factory.mktemp("bare") / "venv"
+    try:
+        venv.EnvBuilder(with_pip=False).create(directory)
+    except Exception as err:  # noqa: BLE001 - any failure means the path is untested
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"cannot create an empty venv ({err}), so the bare-Python selector is untested")
+    python = directory / "bin" / "python"
+    probe = subprocess.run([str(python), "-E", "-s", "-c", "import numpy"], capture_output=True)
+    assert probe.returncode != 0, "the empty venv can import numpy, so it proves nothing"
+    return python
+
+
+@pytest.mark.parametrize("script", ["select_evaluation_256.py", "fairness/select_evaluation_256.py"])
+def test_selection__runs_on_a_bare_python_with_the_standard_library_alone(bare_python, tmp_path, script):
+    def run(*args):
+        return subprocess.run([str(bare_python), "-E", "-s", str(REPO / script), *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300,
+                              env={"PATH": os.environ.get("PATH", ""), "PYTHONHASHSEED": "7"})
+
+    checked = run("--check")
+    assert checked.returncode == 0, checked.stderr
+    assert "identical" in checked.stdout
+    written = run("--data-dir", str(copy_inputs(tmp_path)))
+    assert written.returncode == 0, written.stderr
+    for name in (OUTPUT, SELECTION):
+        assert (tmp_path / name).read_bytes() == (DATA_DIR / name).read_bytes(), name

@@ -1,8 +1,10 @@
 """A stale, truncated or modified validation file, on the current ``datasets`` release.
 
-The loading script checks each data file's SHA-256 and row count against
-PUBLISHED_FILES and refuses a different file with a message that says what it
-expected and found and how to download again. The script-free path reads only
+The loading script checks each data file against PUBLISHED_FILES while it
+plans the splits (so no datasets version wraps the refusal): a non-regular file
+(FIFO, symlink to /dev/zero) or a wrong size is refused before a byte is read,
+then the SHA-256 and row count; the message says what it expected and found
+and how to download again. The script-free path reads only
 the card's YAML: it can compare split row counts (``num_examples``) and nothing
 else, so a file with the right number of rows passes it. These tests pin both
 facts, which the dataset card states.
@@ -10,14 +12,17 @@ facts, which the dataset card states.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import signal
+import sys
 
 import datasets
 import pytest
 from datasets.exceptions import DatasetGenerationError, NonMatchingSplitsSizesError
 
 import sokoban_fairness as sf
-from venvs import EVALUATION, POOL, REPO, TAMPERINGS, content_hash, published_copy, tamper, tampered_copy
+from venvs import (EVALUATION, POOL, REPO, TAMPERINGS, content_hash, published_copy, refusal_parts, special_copy,
+                   tamper, tampered_copy)
 
 
 def rows(data: bytes) -> int:
@@ -34,15 +39,11 @@ def chain(exc: BaseException) -> list[BaseException]:
 
 
 def assert_refused_as_published(exc: BaseException, found: bytes) -> None:
-    """``exc`` is, or was caused by, the script's ChecksumError for ``found`` in place of the
-    evaluation file, and its message names the file, both digests and row counts, and the fix."""
-    errors = [error for error in chain(exc) if type(error).__name__ == "ChecksumError"]
-    assert errors, f"not refused by the checksum: {chain(exc)!r}"
-    message = str(errors[0])
-    expected = sf.PUBLISHED_FILES[EVALUATION]
-    for part in (EVALUATION, expected["sha256"], f"{expected['rows']} rows",
-                 hashlib.sha256(found).hexdigest(), f"{rows(found)} rows", "force_redownload"):
-        assert part in message, f"{part!r} missing from: {message}"
+    """``exc`` is the script's ChecksumError for ``found`` in place of the evaluation file
+    (not a wrapper around it), and its message names what :func:`refusal_parts` says."""
+    assert type(exc).__name__ == "ChecksumError", f"not refused by the checksum first: {chain(exc)!r}"
+    for part in refusal_parts(found):
+        assert part in str(exc), f"{part!r} missing from: {exc}"
 
 
 @pytest.fixture(params=list(TAMPERINGS))
@@ -84,15 +85,52 @@ def test_builder_refuses_a_tampered_file(tampered, tmp_path):
 
 def test_builder_refuses_a_tampered_file_when_streaming(tampered, tmp_path):
     case, root, data = tampered
-    streamed = builder(root, tmp_path / "cache").as_streaming_dataset(split="validation")
     with pytest.raises(sf.ChecksumError) as raised:
-        next(iter(streamed))
+        next(iter(builder(root, tmp_path / "cache").as_streaming_dataset(split="validation")))
     assert_refused_as_published(raised.value, data)
+
+
+@contextlib.contextmanager
+def fails_instead_of_hanging(seconds: int = 120):
+    """Turn a hang (reading a FIFO that never ends) into a test failure."""
+    def hung(signum, frame):
+        raise AssertionError(f"still reading after {seconds} s: the file was not refused at once")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("kind, found", [
+    ("fifo", "a FIFO (named pipe)"),
+    ("symlink_to_dev_zero", "a character device (it resolves to /dev/zero)"),
+    ("three_gib_file", "found 3,221,225,472 bytes"),
+])
+def test_builder_refuses_a_fifo_a_device_or_a_huge_file_at_once_naming_size_and_fix(tmp_path, kind, found):
+    root = special_copy(tmp_path / "repo", kind)
+    with pytest.raises(sf.ChecksumError) as raised, fails_instead_of_hanging():  # raised while planning splits
+        sf.SokobanFairness(config_name="fairness", base_path=str(root), cache_dir=str(tmp_path / "cache"),
+                           hash="special").download_and_prepare()
+    message = str(raised.value)
+    expected = sf.PUBLISHED_FILES[EVALUATION]["bytes"]
+    for part in (EVALUATION, str(root / EVALUATION), found, f"{expected:,} bytes", "force_redownload"):
+        assert part in message, f"{part!r} missing from: {message}"
+
+
+def test_a_build_with_images_without_pillow_says_so_before_generating(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "PIL", None)  # what `import PIL` sees when Pillow is absent
+    build = sf.SokobanFairness(config_name="fairness", base_path=str(published_copy(tmp_path / "repo")),
+                               cache_dir=str(tmp_path / "cache"), hash="no-pillow", with_images=True)
+    with pytest.raises(ImportError, match=r"with_images=True needs Pillow.*`pip install pillow`"):
+        build.download_and_prepare()
 
 
 def test_refusal_is_not_cached_and_the_published_file_then_loads(tmp_path):
     root = tampered_copy(tmp_path / "repo", "pool_in_place")
-    with pytest.raises(DatasetGenerationError):
+    with pytest.raises(sf.ChecksumError):
         builder(root, tmp_path / "cache").download_and_prepare()
     published_copy(root)
     build = builder(root, tmp_path / "cache")

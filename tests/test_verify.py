@@ -268,3 +268,39 @@ def test_verify__a_missing_board_file_is_refused_with_its_name(small_copy, capsy
     (small_copy / POOL).unlink()
     code, err = run_damaged(small_copy, capsys)
     assert code == 1 and str(small_copy / POOL) in err
+
+
+def redrawn(change):
+    """A renderer that draws ``change(room_state)`` instead of the stored position."""
+    def render(room_fixed, room_state):
+        return render_rgb(room_fixed, change([list(row) for row in room_state]))
+    return render
+
+
+def test_verify__a_start_frame_with_a_second_player_fails_one_box_target_player(small_copy, capsys, monkeypatch):
+    def extra_player(state):
+        r, c = next((r, c) for r, row in enumerate(state) for c, v in enumerate(row) if v == 1)
+        state[r][c] = 5
+        return state
+
+    monkeypatch.setattr(images, "render_rgb", redrawn(extra_player))
+    code, err = run_damaged(small_copy, capsys)
+    assert code == 1 and f"{small_copy / TRAIN}:1: " in err
+    assert "one_box_target_player: 2 player, 1 box, 1 target in the start frame" in err
+
+
+def test_verify__a_start_frame_showing_the_box_on_its_target_fails_nonterminal(small_copy, capsys, monkeypatch):
+    def box_drawn_on_target(state):
+        return [[3 if v == 4 else v for v in row] for row in state]
+
+    monkeypatch.setattr(images, "render_rgb", redrawn(box_drawn_on_target))
+    code, err = run_damaged(small_copy, capsys)
+    assert code == 1 and f"{small_copy / TRAIN}:1: " in err
+    assert "nonterminal: the start frame shows the box on the target" in err
+
+
+def test_verify__every_check_is_shown_failing_by_a_test():
+    """Each name in CHECKS is asserted in a failure message by a test of this file."""
+    source = open(__file__, encoding="utf-8").read()
+    for check in verify.CHECKS:
+        assert source.count(f"{check}:") + source.count(f'"{check}" in err') >= 1, check

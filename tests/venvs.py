@@ -13,7 +13,8 @@ Helper for tests (not a test file).
   datasets``) serves several checks.
 * :func:`published_copy` copies what a user downloads (card, script, data files)
   into a fresh directory; :data:`TAMPERINGS` replaces its validation file by a
-  stale, truncated or modified one.
+  stale, truncated or modified one, :func:`special_copy` by a FIFO, a symlink to
+  /dev/zero or a 3 GiB file, and :func:`refusal_parts` says what a refusal must name.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -254,3 +256,31 @@ def tampered_copy(directory: Path, case: str) -> Path:
     published_copy(directory)
     tamper(directory, case)
     return directory
+
+
+def special_copy(root: Path, kind: str) -> Path:
+    """A published copy whose validation file is replaced by something that is not what it seems."""
+    published_copy(root)
+    target = root / EVALUATION
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "symlink_to_dev_zero":
+        target.symlink_to("/dev/zero")
+    else:  # a 3 GiB sparse file: refused by its size without reading a byte
+        with open(target, "wb") as handle:
+            handle.truncate(3 << 30)
+    return root
+
+
+def refusal_parts(found: bytes) -> tuple[str, ...]:
+    """What the refusal of ``found`` in place of the evaluation file must name: the file,
+    the fix, and both sizes (a wrong size is refused before reading) or, for a file of
+    the published size, both digests and row counts."""
+    expected = PUBLISHED_FILES[EVALUATION]
+    if len(found) != expected["bytes"]:
+        compared = (f"expected {expected['bytes']:,} bytes", expected["sha256"], f"found {len(found):,} bytes")
+    else:
+        rows = found.count(b"\n")
+        compared = (expected["sha256"], f"{expected['rows']} rows", hashlib.sha256(found).hexdigest(), f"{rows} rows")
+    return (EVALUATION, *compared, "force_redownload")
