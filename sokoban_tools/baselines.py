@@ -114,17 +114,19 @@ def random_policy_outcome(graph: PositionGraph, actions: tuple[int, ...], horizo
     """What a policy choosing uniformly among ``actions`` each turn achieves
     from the graph's first position within ``horizon`` turns, exactly."""
     size = len(graph.positions)
-    transition = np.zeros((size, size), dtype=np.int64)
-    wins_from = np.zeros(size, dtype=np.int64)
-    scaled_rewards = np.zeros(size, dtype=np.int64)
+    wins, rewards, moves = [], [], ([], [])
     for source, outcomes in enumerate(graph.turns):
-        for action in actions:
-            target, units = outcomes[action]
-            scaled_rewards[source] += units
-            if target == WON:
-                wins_from[source] += 1
-            else:
-                transition[target, source] += 1
+        chosen = [outcomes[action] for action in actions]
+        wins.append(sum(target == WON for target, _ in chosen))
+        rewards.append(sum(units for _, units in chosen))
+        for target, _ in chosen:
+            if target != WON:
+                moves[0].append(target)
+                moves[1].append(source)
+    transition = np.zeros((size, size), dtype=np.int64)
+    np.add.at(transition, moves, 1)
+    wins_from = np.array(wins, dtype=np.int64)
+    scaled_rewards = np.array(rewards, dtype=np.int64)
     # ways[s]: action sequences of the turns so far that reach unsolved position s.
     # Every sequence is extended to the full horizon, so a turn taken after t-1
     # turns stands for len(actions) ** (horizon - t) complete sequences.

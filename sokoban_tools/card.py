@@ -245,6 +245,8 @@ def baselines_values(baselines: dict) -> dict[str, object]:
     return {
         "baselines_table": _table(rows),
         "baseline_horizon": HORIZON,
+        "baseline_rewards": (f"every turn {STEP_PENALTY:+g}, action 0 included; the solving push another "
+                             f"{BOX_ON_TARGET_REWARD + WIN_REWARD:+g}, and it ends the episode"),
         "baseline_validation_moves": _probability(validation["moves_1_4"]["success"]["float"]),
         "baseline_validation_outputs": _probability(validation["outputs_0_4"]["success"]["float"]),
         "baseline_validation_exact": validation["moves_1_4"]["success"]["exact"],

@@ -11,7 +11,6 @@ Training rows are counted and otherwise ignored: scores are of validation.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,7 +157,3 @@ def score_group(group: Group, boards: BoardSet) -> dict:
         "by_length": {str(n): success(group.won[boards.lengths == n]) for n in sorted(set(boards.lengths.tolist()))},
     }
 
-
-def methods_of(groups: list[Group]) -> Counter:
-    """Groups per method, for messages."""
-    return Counter(group.method for group in groups)

@@ -170,3 +170,12 @@ def test_commands__have_help(module, capsys):
     with pytest.raises(SystemExit) as done:
         module.main(["--help"])
     assert done.value.code == 0 and "--json" in capsys.readouterr().out
+
+
+def test_card__documents_the_episode_log_schema_key_by_key():
+    from conftest import REPO
+    from sokoban_tools.episodes import EPISODE_KEYS
+
+    card = (REPO / "README.md").read_text(encoding="utf-8")
+    section = card.split("## Scoring and comparing methods", 1)[1].split("\n- ", 1)[0]
+    assert tuple(re.findall(r"^\| `(\w+)` \|", section, re.M)) == EPISODE_KEYS
