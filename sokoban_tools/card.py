@@ -277,11 +277,12 @@ def example_report(repo: Path) -> dict:
 
 
 def example_values(report: dict) -> dict[str, object]:
+    """The worked example's figures the card quotes, from its comparison report."""
     last = report["updates"][-1]
     return {
         "example_comparison": compare.render(report),
-        "example_runs": example_policies.RUNS,
-        "example_updates": ", ".join(map(str, example_policies.UPDATES)),
+        "example_runs": len(last["runs_a"]),
+        "example_updates": ", ".join(str(u["update"]) for u in report["updates"]),
         "example_last_update": last["update"],
         "example_last_difference": f"{last['difference'] * 100:.1f}",
         "example_last_ci": f"{last['ci95'][0]:.1%} to {last['ci95'][1]:.1%}",
