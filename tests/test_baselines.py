@@ -3,11 +3,15 @@ action sequence, and the published figures are means of the published boards."""
 
 import itertools
 import json
+import os
+import shutil
+import subprocess
+import sys
 from fractions import Fraction
 
 import pytest
 
-from conftest import DATA_DIR
+from conftest import DATA_DIR, REPO
 from sokoban_tools import baselines
 from sokoban_tools.board import ACTIONS
 from sokoban_tools.env import (BOX_ON_TARGET_REWARD, STEP_PENALTY, WIN_REWARD, FairSokobanEnv,
@@ -118,3 +122,24 @@ def test_baselines__split_stratum_and_length_figures_are_means_of_the_boards(doc
                 for figure in ("success", "expected_return"):
                     mean = sum(Fraction(b[policy][figure]["exact"]) for b in members) / len(members)
                     assert Fraction(entry[policy][figure]["exact"]) == mean, (name, policy, figure)
+
+
+def test_baselines__byte_identical_in_a_fresh_process_with_another_hash_seed(tmp_path):
+    shutil.copyfile(DATA_DIR / "evaluation.jsonl", tmp_path / "evaluation.jsonl")
+    train = (DATA_DIR / "train.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "train.jsonl").write_text("".join(train[:40]), encoding="utf-8")
+    expected = baselines.build(tmp_path)[tmp_path / "baselines.json"]
+    result = subprocess.run([sys.executable, "-m", "sokoban_tools.baselines", "--data-dir", str(tmp_path)],
+                            cwd=REPO, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONHASHSEED": "2718"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "baselines.json").read_bytes() == expected
+    assert json.loads(expected)["splits"]["train"]["overall"]["boards"] == 40
+
+
+def test_baselines__a_damaged_board_file_is_refused_naming_file_and_line(tmp_path, capsys):
+    lines = (DATA_DIR / "evaluation.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "evaluation.jsonl").write_text("".join(lines[:2]) + "{}\n", encoding="utf-8")
+    shutil.copyfile(DATA_DIR / "train.jsonl", tmp_path / "train.jsonl")
+    assert baselines.main(["--data-dir", str(tmp_path)]) == 1
+    assert f"{tmp_path / 'evaluation.jsonl'}:3:" in capsys.readouterr().err

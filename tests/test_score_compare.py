@@ -179,3 +179,9 @@ def test_card__documents_the_episode_log_schema_key_by_key():
     card = (REPO / "README.md").read_text(encoding="utf-8")
     section = card.split("## Scoring and comparing methods", 1)[1].split("\n- ", 1)[0]
     assert tuple(re.findall(r"^\| `(\w+)` \|", section, re.M)) == EPISODE_KEYS
+
+
+def test_score__a_log_of_training_rows_only_has_nothing_to_score(tmp_path, capsys):
+    log = write(tmp_path / "train.jsonl", [EpisodeRecord("A", "s1", "training", 1, "train-00001", False, 15, -1.5, None)])
+    assert score.main([str(log)]) == 1
+    assert "hold no validation rows" in capsys.readouterr().err
