@@ -25,6 +25,8 @@ STEPS = (
     ("selection", [str(REPO / "select_evaluation_256.py")]),
     ("summary", ["-m", "sokoban_tools.summary"]),
     ("verification", ["-m", "sokoban_tools.verify"]),
+    ("baselines", ["-m", "sokoban_tools.baselines"]),
+    ("example", ["-m", "sokoban_tools.example_policies"]),
     ("card", ["-m", "sokoban_tools.card"]),
 )
 

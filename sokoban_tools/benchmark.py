@@ -14,16 +14,20 @@ import platform
 import tempfile
 import time
 
+import numpy as np
+
 from sokoban_fairness import SokobanFairness, cache_hash, render_rgb
 
-from . import card, pools, verify
-from .artifacts import write_atomic
+from . import baselines, card, pools, score, verify
+from .artifacts import sha256_file, write_atomic
+from .episodes import EpisodeRecord, append_episodes
 from .generator import generate
 from .records import read_rows
 from .solver import shortest_solution
 
 REPO = pools.DATA_DIR.parent
 GENERATOR_SEEDS = 3000
+SCORED_GROUPS = 100
 
 
 def _timed(function, *args):
@@ -71,8 +75,29 @@ def measure() -> list[tuple[str, str]]:
     return figures
 
 
+def scoring_figures() -> list[tuple[str, str]]:
+    """Time scoring a log of 100 complete validation passes, and the exact baselines."""
+    evaluation = REPO / "fairness/evaluation.jsonl"
+    task_ids = [row.task_id for row in read_rows(evaluation)]
+    digest = sha256_file(evaluation)
+    rng = np.random.Generator(np.random.PCG64(0))
+    with tempfile.TemporaryDirectory() as folder:
+        log = os.path.join(folder, "episodes.jsonl")
+        append_episodes(log, (
+            EpisodeRecord("method", f"run-{group // 10}", "validation", group % 10 * 5, task_id, bool(won),
+                          15, 10.0 if won else -1.5, digest)
+            for group in range(SCORED_GROUPS) for task_id, won in zip(task_ids, rng.random(len(task_ids)) < 0.4)
+        ))
+        _, score_s = _timed(score.score, [log])
+    _, baselines_s = _timed(baselines.build)
+    return [
+        (f"score {SCORED_GROUPS} passes of {len(task_ids)} rows (`python -m sokoban_tools.score`)", f"{score_s:.2f} s"),
+        ("exact baselines of all 6,256 boards (`python -m sokoban_tools.baselines`)", f"{baselines_s:.1f} s"),
+    ]
+
+
 def main() -> int:
-    figures = measure()
+    figures = measure() + scoring_figures()
     lines = [
         "# Benchmarks",
         "",

@@ -18,10 +18,12 @@ from pathlib import Path
 
 from sokoban_fairness import SPLIT_FILES
 
+from . import compare, example_policies
 from .artifacts import command_line, publish, ready, sha256_bytes
+from .baselines import BASELINES_FILE, HORIZON, POLICIES
 from .board import from_lurd
 from .env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
-from .figures import board_sheet, length_histogram, replay_strip
+from .figures import board_sheet, length_histogram, line_chart, replay_strip
 from .records import BoardRow, DataError, read_board_file, read_rows
 
 REPO = Path(__file__).resolve().parent.parent
@@ -223,6 +225,75 @@ def card_values(repo: Path, files: dict[str, dict], summary: dict, validation: l
     }
 
 
+POLICY_NAMES = {"moves_1_4": "random moves 1–4", "outputs_0_4": "random outputs 0–4"}
+PICTURE_NAMES = {"moves_1_4": "moves 1-4", "outputs_0_4": "outputs 0-4"}  # the picture font lacks "–"
+
+
+def _probability(value: float) -> str:
+    return f"{value:.1%}" if value >= 0.001 else f"{value * 100:.2g}%"
+
+
+def baselines_values(baselines: dict) -> dict[str, object]:
+    """The card's baselines table and the figures quoted around it."""
+    rows = [["Split", "Boards", *[f"P(solve), {POLICY_NAMES[p]}" for p in POLICIES],
+             *[f"E[return], {POLICY_NAMES[p]}" for p in POLICIES], "Optimal return"],
+            ["---"] * (3 + 2 * len(POLICIES))]
+    for split, body in baselines["splits"].items():
+        parts = [(f"{split}, {label.replace('-', '–')} actions", entry)
+                 for label, entry in body["by_stratum"].items()]
+        for name, entry in [(f"**{split}, all**", body["overall"]), *parts]:
+            rows.append([name, _count(entry["boards"]),
+                         *[_probability(entry[p]["success"]["float"]) for p in POLICIES],
+                         *[f"{entry[p]['expected_return']['float']:.2f}" for p in POLICIES],
+                         f"{entry['optimal_return']['float']:.2f}"])
+    validation = baselines["splits"]["validation"]["overall"]
+    return {
+        "baselines_table": _table(rows),
+        "baseline_horizon": HORIZON,
+        "baseline_rewards": (f"every turn {STEP_PENALTY:+g}, action 0 included; the solving push another "
+                             f"{BOX_ON_TARGET_REWARD + WIN_REWARD:+g}, and it ends the episode"),
+        "baseline_validation_moves": _probability(validation["moves_1_4"]["success"]["float"]),
+        "baseline_validation_outputs": _probability(validation["outputs_0_4"]["success"]["float"]),
+        "baseline_validation_exact": validation["moves_1_4"]["success"]["exact"],
+    }
+
+
+def baselines_picture(baselines: dict) -> bytes:
+    """Random-policy success probability against shortest solution length, validation boards:
+    the mean per length and the range over boards."""
+    boards = baselines["splits"]["validation"]["boards"]
+    series = {}
+    for policy in POLICIES:
+        points = []
+        for length, entry in baselines["splits"]["validation"]["by_length"].items():
+            values = [b[policy]["success"]["float"] for b in boards if b["shortest_solution_length"] == int(length)]
+            points.append((int(length), entry[policy]["success"]["float"], min(values), max(values)))
+        series[PICTURE_NAMES[policy]] = points
+    return line_chart(series, x_label="shortest solution length (player actions)",
+                      y_label=f"P(random policy solves within {HORIZON} turns): mean, band = range over boards",
+                      log_y=True)
+
+
+def example_report(repo: Path) -> dict:
+    """The worked example's comparison, from its committed logs."""
+    logs = repo / example_policies.OUT_DIR.relative_to(example_policies.REPO)
+    return compare.compare([logs / "path-follower.jsonl"], [logs / "random.jsonl"],
+                           evaluation=repo / VALIDATION_FILE)
+
+
+def example_values(report: dict) -> dict[str, object]:
+    """The worked example's figures the card quotes, from its comparison report."""
+    last = report["updates"][-1]
+    return {
+        "example_comparison": compare.render(report),
+        "example_runs": len(last["runs_a"]),
+        "example_updates": ", ".join(str(u["update"]) for u in report["updates"]),
+        "example_last_update": last["update"],
+        "example_last_difference": f"{last['difference'] * 100:.1f}",
+        "example_last_ci": f"{last['ci95'][0]:.1%} to {last['ci95'][1]:.1%}",
+    }
+
+
 def _citation(repo: Path) -> str:
     """The BibTeX entry of the loading script, so card and script cite alike."""
     text = (repo / LOADING_SCRIPT).read_text(encoding="utf-8")
@@ -232,7 +303,8 @@ def _citation(repo: Path) -> str:
 def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
     return [repo / name for name in (LOADING_SCRIPT, "README.md", "fairness/README.md", "images/validation-boards.png",
-                                     "images/replay.png", "images/solution-lengths.png")]
+                                     "images/replay.png", "images/solution-lengths.png",
+                                     "images/random-policy-success.png", "images/learning-curves.png")]
 
 
 def build(repo: Path = REPO) -> dict[Path, bytes]:
@@ -240,7 +312,10 @@ def build(repo: Path = REPO) -> dict[Path, bytes]:
     files = published_files(repo)
     summary = _read_json(repo, "fairness/summary.json")
     validation = read_rows(repo / VALIDATION_FILE)
-    values = card_values(repo, files, summary, validation)
+    baselines = _read_json(repo, f"fairness/{BASELINES_FILE}")
+    example = example_report(repo)
+    values = {**card_values(repo, files, summary, validation), **baselines_values(baselines),
+              **example_values(example)}
     card = front_matter(files) + fill((TEMPLATES / "README.md").read_text(encoding="utf-8"), values)
     data_readme = fill((TEMPLATES / "fairness-README.md").read_text(encoding="utf-8"), values)
     histograms = {
@@ -255,6 +330,8 @@ def build(repo: Path = REPO) -> dict[Path, bytes]:
         board_sheet(validation[:16]),
         replay_strip(first.board, from_lurd(first.shortest_solution)),
         length_histogram(histograms),
+        baselines_picture(baselines),
+        compare.learning_curves(example),
     )))
 
 

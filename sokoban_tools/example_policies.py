@@ -1,0 +1,109 @@
+"""A worked example on real episodes: two simple policies, several runs, a few updates.
+
+    python -m sokoban_tools.example_policies            # write examples/episodes/*.jsonl
+    python -m sokoban_tools.example_policies --check    # replay; fail if a committed log differs
+
+Both policies play every validation board through the runtime environment
+(:class:`sokoban_tools.env.FairSokobanEnv`, 15 actions), seeing only the
+observation, and every episode is logged in the episode-log schema, so the
+logs can be scored and compared like a real trainer's:
+
+- ``random``: each action uniformly among 1-4;
+- ``path-follower``: with probability ``p = update / (update + 10)`` (0 before
+  training, rising with updates) the first action of a shortest solution from
+  the position it sees (the observation's XSB text), otherwise a random action
+  (also when random moves have made the board unsolvable).
+
+Each (method, run, update) draws from its own seeded generator, so the logs
+are the same in every process.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .artifacts import command_line, publish, sha256_file
+from .board import ACTIONS, Board
+from .env import FairSokobanEnv, Observation
+from .episodes import EpisodeRecord
+from .records import BoardRow, DataError
+from .scoring import DEFAULT_EVALUATION
+from .solver import shortest_solution
+from .tasks import load_evaluation
+
+REPO = Path(__file__).resolve().parent.parent
+COMMAND = "python -m sokoban_tools.example_policies"
+OUT_DIR = REPO / "examples" / "episodes"
+METHODS = ("random", "path-follower")
+RUNS = 3
+UPDATES = (0, 5, 10, 15)
+
+
+def follow_probability(method: str, update: int) -> float:
+    """How often the method follows a shortest path at ``update``."""
+    return 0.0 if method == "random" else update / (update + 10)
+
+
+def choose(observation: Observation, follow: float, rng: np.random.Generator) -> int:
+    """One action: the shortest path's next move with probability ``follow``, else
+    (or when random moves have made the board unsolvable) a random one."""
+    if rng.random() < follow:
+        path = shortest_solution(Board.from_xsb(observation.text))
+        if path:
+            return path[0]
+    return int(rng.choice(ACTIONS))
+
+
+def play_pass(method: str, run: int, update: int, boards: list[BoardRow], digest: str) -> list[EpisodeRecord]:
+    """One validation pass of a method's run at an update: every board once, in stored order."""
+    rng = np.random.Generator(np.random.PCG64([METHODS.index(method), run, update]))
+    follow = follow_probability(method, update)
+    env = FairSokobanEnv()
+    records = []
+    for row in boards:
+        observation, _ = env.reset(row)
+        total, done, info = 0.0, False, {"won": False}
+        while not done:
+            observation, reward, done, info = env.step(choose(observation, follow, rng))
+            total += reward
+        records.append(EpisodeRecord(method, f"seed-{run}", "validation", update, row.task_id,
+                                     info["won"], env.num_steps, total, digest))
+    return records
+
+
+def build(out_dir: Path = OUT_DIR, runs: int = RUNS, updates: tuple[int, ...] = UPDATES,
+          evaluation: Path = DEFAULT_EVALUATION) -> dict[Path, bytes]:
+    """One log per method holding all its runs and updates."""
+    boards = load_evaluation(evaluation)
+    digest = sha256_file(evaluation)
+    files = {}
+    for method in METHODS:
+        lines = [record.to_line() + "\n"
+                 for update in updates for run in range(runs)
+                 for record in play_pass(method, run, update, boards, digest)]
+        files[out_dir / f"{method}.jsonl"] = "".join(lines).encode("utf-8")
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = command_line(COMMAND, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="folder of the logs (default: examples/episodes)")
+    parser.add_argument("--runs", type=int, default=RUNS, help=f"runs per method (default {RUNS})")
+    parser.add_argument("--updates", type=int, nargs="+", default=list(UPDATES),
+                        help=f"updates at which to validate (default {' '.join(map(str, UPDATES))})")
+    args = parser.parse_args(argv)
+    if args.runs < 1 or any(u < 0 for u in args.updates):
+        parser.error("--runs must be at least 1 and --updates non-negative")
+    try:
+        files = build(args.out, args.runs, tuple(args.updates))
+    except (DataError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0 if publish(files, args.check, COMMAND) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

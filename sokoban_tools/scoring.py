@@ -1,0 +1,159 @@
+"""Validation episode logs as per-board outcomes, refused unless complete and current.
+
+A score is only comparable with another if both come from complete passes
+over the same published boards. So the rows of the logs (the schema of
+:mod:`sokoban_tools.episodes`) are grouped by (method, run, update), and a log
+is refused, naming its file and line, when a validation row played another
+evaluation file than the published one, when logs played different board
+sets, or when a group repeats a board, names an unknown one or misses one.
+Training rows are counted and otherwise ignored: scores are of validation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sokoban_fairness import PUBLISHED_FILES
+
+from .episodes import EpisodeRecord, read_episodes
+from .protocol import STRATA, stratum_of
+from .records import DataError
+from .stats import wilson_interval
+from .tasks import EVALUATION_FILE, load_evaluation
+
+DEFAULT_EVALUATION = Path(__file__).resolve().parent.parent / EVALUATION_FILE
+REPLAY_HINT = "play the current fairness/evaluation.jsonl again and log every board of each pass"
+
+
+@dataclass(frozen=True)
+class BoardSet:
+    """The published validation boards in stored order, with their lengths and strata."""
+
+    sha256: str
+    task_ids: tuple[str, ...]
+    lengths: np.ndarray
+    strata: np.ndarray
+
+    @classmethod
+    def load(cls, path: Path | str = DEFAULT_EVALUATION) -> "BoardSet":
+        """Read ``path``, refusing it unless it is the published evaluation file."""
+        rows = load_evaluation(path)
+        lengths = np.array([row.shortest_solution_length for row in rows])
+        return cls(PUBLISHED_FILES[EVALUATION_FILE]["sha256"], tuple(row.task_id for row in rows),
+                   lengths, np.array([stratum_of(int(n)) for n in lengths]))
+
+
+@dataclass(frozen=True)
+class LoggedRow:
+    """A row of a log and where it is, ``file:line``."""
+
+    location: str
+    record: EpisodeRecord
+
+
+@dataclass(frozen=True)
+class Group:
+    """One validation pass: a method's run at an update, outcomes in board order."""
+
+    method: str
+    run: str
+    update: int
+    won: np.ndarray
+    returns: np.ndarray
+    location: str  # of its first row
+
+
+@dataclass(frozen=True)
+class Logs:
+    """The validation rows of some logs, and how many training rows they also hold."""
+
+    rows: list[LoggedRow]
+    training_rows: int
+
+
+def read_logs(paths: list[Path]) -> Logs:
+    """Every row of the logs, checked line by line; validation rows kept."""
+    rows, training = [], 0
+    for path in paths:
+        for line, record in enumerate(read_episodes(path), start=1):
+            if record.phase == "validation":
+                rows.append(LoggedRow(f"{path}:{line}", record))
+            else:
+                training += 1
+    return Logs(rows, training)
+
+
+def check_board_set(rows: list[LoggedRow], boards: BoardSet) -> None:
+    """Refuse rows of different board sets, and rows of any set but the published one."""
+    if not rows:
+        raise DataError("the logs hold no validation rows; log the validation passes (phase \"validation\")")
+    first = rows[0]
+    for row in rows:
+        if row.record.evaluation_sha256 != first.record.evaluation_sha256:
+            raise DataError(
+                f"{row.location}: evaluation_sha256 {row.record.evaluation_sha256[:12]}… differs from "
+                f"{first.record.evaluation_sha256[:12]}… at {first.location}: these logs played different "
+                f"board sets, which cannot be compared; {REPLAY_HINT}")
+    if first.record.evaluation_sha256 != boards.sha256:
+        raise DataError(
+            f"{first.location}: evaluation_sha256 {first.record.evaluation_sha256} is not that of the "
+            f"published {EVALUATION_FILE} ({boards.sha256}): the log played another board set, such as "
+            f"an old 1,000-row file or a stale copy; {REPLAY_HINT}")
+
+
+def group_rows(rows: list[LoggedRow], boards: BoardSet) -> list[Group]:
+    """The complete validation passes in ``rows``, sorted by method, run and update."""
+    position = {task_id: i for i, task_id in enumerate(boards.task_ids)}
+    seen: dict[tuple[str, str, int], dict[str, LoggedRow]] = {}
+    for row in rows:
+        record = row.record
+        key = (record.method, record.run, record.update)
+        if record.task_id not in position:
+            raise DataError(f"{row.location}: task_id {record.task_id!r} is not one of the "
+                            f"{len(position)} validation boards; {REPLAY_HINT}")
+        played = seen.setdefault(key, {})
+        if record.task_id in played:
+            raise DataError(f"{row.location}: {record.task_id} repeats in {_name(key)} (first at "
+                            f"{played[record.task_id].location}); {REPLAY_HINT}")
+        played[record.task_id] = row
+    groups = []
+    for key, played in sorted(seen.items()):
+        first = next(iter(played.values())).location
+        missing = [task_id for task_id in boards.task_ids if task_id not in played]
+        if missing:
+            shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
+            raise DataError(f"{first}: {_name(key)} misses {len(missing)} of the {len(position)} "
+                            f"validation boards ({shown}); {REPLAY_HINT}")
+        ordered = [played[task_id].record for task_id in boards.task_ids]
+        groups.append(Group(*key, np.array([r.won for r in ordered]),
+                            np.array([r.episode_return for r in ordered]), first))
+    return groups
+
+
+def _name(key: tuple[str, str, int]) -> str:
+    method, run, update = key
+    return f"the group method={method!r} run={run!r} update={update}"
+
+
+def success(won: np.ndarray) -> dict:
+    """Boards, wins, success rate and its Wilson 95% interval."""
+    boards, wins = len(won), int(np.sum(won))
+    return {"boards": boards, "wins": wins, "success": wins / boards, "ci95": list(wilson_interval(wins, boards))}
+
+
+def score_group(group: Group, boards: BoardSet) -> dict:
+    """A pass's success overall, per stratum and per shortest solution length."""
+    return {
+        "method": group.method,
+        "run": group.run,
+        "update": group.update,
+        **success(group.won),
+        "mean_return": float(np.mean(group.returns)),
+        "by_stratum": {label: success(group.won[boards.strata == label])
+                       for label, _, _ in STRATA if np.any(boards.strata == label)},
+        "by_length": {str(n): success(group.won[boards.lengths == n]) for n in sorted(set(boards.lengths.tolist()))},
+    }
+

@@ -1,0 +1,83 @@
+"""Intervals and tests against published values and independent computations."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from sokoban_tools.stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
+                                 sign_test_p, wilson_interval)
+
+
+@pytest.mark.parametrize("wins, trials, expected", [
+    # Newcombe (1998), "Two-sided confidence intervals for the single proportion", Table I, method 3
+    (81, 263, (0.2553, 0.3662)),
+    (15, 148, (0.0624, 0.1605)),
+    (0, 20, (0.0, 0.1611)),
+    (1, 29, (0.0061, 0.1718)),
+])
+def test_wilson_interval__matches_newcombes_published_values(wins, trials, expected):
+    assert tuple(round(v, 4) for v in wilson_interval(wins, trials)) == expected
+
+
+def test_wilson_interval__ends_exactly_at_zero_and_one():
+    assert wilson_interval(0, 256)[0] == 0.0
+    assert wilson_interval(256, 256)[1] == 1.0
+
+
+def test_newcombe_paired_interval__matches_altman_et_al_table_6_2():
+    # Statistics with Confidence (2000), Table 6.2: 14 both, 5 only first, 0 only second, 22 neither
+    low, high = newcombe_paired_interval(PairedTable(14, 5, 0, 22))
+    assert (round(low, 3), round(high, 3)) == (0.011, 0.226)
+
+
+def exact_two_sided(a, b):
+    """The doubled smaller tail of Binomial(a + b, 1/2), capped at 1, by counting."""
+    n = a + b
+    tail = sum(math.comb(n, k) for k in range(min(a, b) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+@pytest.mark.parametrize("a_only, b_only", [(5, 0), (9, 3), (3, 9), (20, 8), (7, 7), (1, 0), (40, 21)])
+def test_mcnemar_p_value__is_the_exact_binomial_test_on_the_discordant_boards(a_only, b_only):
+    assert sign_test_p(a_only, b_only) == pytest.approx(exact_two_sided(a_only, b_only), rel=1e-12)
+
+
+def test_mcnemar_p_value__is_one_without_discordant_boards():
+    assert sign_test_p(0, 0) == 1.0
+
+
+def test_paired_table__counts_and_difference():
+    a = np.array([1, 1, 0, 0, 1, 0], dtype=bool)
+    b = np.array([1, 0, 1, 0, 0, 0], dtype=bool)
+    table = PairedTable.of(a, b)
+    assert table == PairedTable(both=1, a_only=2, b_only=1, neither=2)
+    assert table.difference == pytest.approx(a.mean() - b.mean())
+
+
+def test_probability_of_improvement__equals_counting_every_pair_of_runs():
+    rng = np.random.default_rng(7)
+    a, b = rng.random((3, 40)) < 0.6, rng.random((4, 40)) < 0.4
+    wins = ties = 0
+    for board in range(40):
+        for x, y in itertools.product(a[:, board], b[:, board]):
+            wins += x and not y
+            ties += x == y
+    expected = (wins + ties / 2) / (40 * 3 * 4)
+    assert improvement_probability(a.mean(axis=0), b.mean(axis=0)) == pytest.approx(expected)
+
+
+def test_bootstrap__is_seeded_paired_and_covers_the_observed_difference():
+    rng = np.random.default_rng(1)
+    strata = np.array(["1-4"] * 30 + ["5-8"] * 20)
+    a, b = rng.random((3, 50)) < 0.7, rng.random((3, 50)) < 0.3
+    first = Bootstrap(500, seed=3).intervals(a, b, strata)
+    assert first == Bootstrap(500, seed=3).intervals(a, b, strata)
+    assert first != Bootstrap(500, seed=4).intervals(a, b, strata)
+    low, high = first["difference"]
+    assert low <= a.mean() - b.mean() <= high
+    # One run against itself: both sides always resample the same boards, so nothing differs.
+    identical = Bootstrap(200, seed=0).intervals(a[:1], a[:1], strata)
+    assert identical["difference"] == (0.0, 0.0)
+    assert identical["probability_of_improvement"] == (0.5, 0.5)
