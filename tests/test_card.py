@@ -96,7 +96,8 @@ def test_card__builder_snippet_runs_as_written(card_text, tmp_path):
     assert done.stdout.strip().splitlines()[-1] == "{'train': 5000, 'validation': 256} (96, 96)"
 
 
-def test_cache_hash__is_the_digest_of_the_script_that_pins_the_data():
+def test_cache_hash__is_the_digest_of_the_script_that_pins_the_data_and_of_its_renderer():
     script = (REPO / "sokoban_fairness.py").read_bytes()
-    assert sokoban_fairness.cache_hash() == hashlib.sha256(script).hexdigest()[:16]
+    renderer = (REPO / "sokoban_render.py").read_bytes()
+    assert sokoban_fairness.cache_hash() == hashlib.sha256(script + renderer).hexdigest()[:16]
     assert b"PUBLISHED_FILES = {" in script
