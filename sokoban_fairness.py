@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import sys
 
 import datasets
 
@@ -31,13 +30,18 @@ import datasets
 # Rendering: sokoban_render.py, which ships beside this script
 # ---------------------------------------------------------------------------
 
-try:  # datasets <= 3.6 runs this script as a package module and copies the file imported here beside it
-    from .sokoban_render import PALETTE, TILE_SIZE, encode_png, render_indices, render_rgb
-except ImportError:  # imported from a directory on sys.path (the builder class on datasets >= 4)
-    # importlib, because datasets <= 3.6 would take a plain absolute import for a pip package
-    _render = importlib.import_module("sokoban_render")
-    PALETTE, TILE_SIZE, encode_png, render_indices, render_rgb = (
-        _render.PALETTE, _render.TILE_SIZE, _render.encode_png, _render.render_indices, _render.render_rgb)
+# datasets <= 3.6 runs this script as a module of a package in its cache, copying beside it
+# the files the script imports relatively, which it finds by scanning for lines that begin
+# with "from ." outside triple-double-quoted strings (indented lines are not seen either).
+# This string is that line:
+_COPIED_BY_DATASETS = '''
+from .sokoban_render import render_rgb
+'''
+# Imported from a directory on sys.path instead (the builder class on datasets >= 4, or
+# the sokoban_tools package), the renderer is the top-level module beside this file.
+_render = importlib.import_module(".sokoban_render" if __package__ else "sokoban_render", __package__ or None)
+PALETTE, TILE_SIZE, encode_png, render_indices, render_rgb = (
+    _render.PALETTE, _render.TILE_SIZE, _render.encode_png, _render.render_indices, _render.render_rgb)
 
 
 # ---------------------------------------------------------------------------
@@ -62,7 +66,7 @@ def cache_hash() -> str:
     new release (script, renderer or data) means a new cache entry.
     """
     digest = hashlib.sha256()
-    for path in (__file__, sys.modules[render_rgb.__module__].__file__):
+    for path in (__file__, _render.__file__):
         with open(path, "rb") as handle:
             digest.update(handle.read())
     return digest.hexdigest()[:16]

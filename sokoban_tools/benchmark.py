@@ -16,7 +16,7 @@ import time
 
 from sokoban_fairness import SokobanFairness, cache_hash, render_rgb
 
-from . import card, pools, verify
+from . import card, pools, runtime_benchmark, verify
 from .artifacts import write_atomic
 from .generator import generate
 from .records import read_rows
@@ -68,6 +68,7 @@ def measure() -> list[tuple[str, str]]:
         label = "with images" if with_images else "without images"
         figures.append((f"load `fairness` {label}, first build", f"{first:.2f} s"))
         figures.append((f"load `fairness` {label}, cached", f"{cached:.2f} s"))
+    figures += runtime_benchmark.runtime_figures([r.board for r in rows[:200]])
     return figures
 
 

@@ -27,6 +27,7 @@ from sokoban_render import render_rgb
 from sokoban_tools.board import DOWN, RIGHT, UP, Board, from_lurd
 from sokoban_tools.env import DEFAULT_MAX_STEPS, NO_ACTION, FairSokobanEnv, step_reward
 from sokoban_tools.images import replay_frames
+from sokoban_tools.runtime_benchmark import load_into_gym
 from sokoban_tools.tasks import load_evaluation
 
 # A corridor: player, box, target in a row; the box is one push from its target.
@@ -189,19 +190,6 @@ def gym_sokoban_env():
     patch.undo()
 
 
-def _load_into_gym(gym_env, board: Board) -> None:
-    """Put a stored board into gym-sokoban's env the way its reset() leaves a
-    generated one, without running its generator: these are all the attributes
-    its step() reads."""
-    gym_env.room_fixed = np.array(board.room_fixed, dtype=np.uint8)
-    gym_env.room_state = np.array(board.room_state(), dtype=np.uint8)
-    gym_env.box_mapping = {}
-    gym_env.player_position = np.argwhere(gym_env.room_state == 5)[0]
-    gym_env.num_env_steps = 0
-    gym_env.reward_last = 0
-    gym_env.boxes_on_target = 0
-
-
 @dataclass(frozen=True)
 class Context:
     """Where a conformance assertion failed; formatted only when one does."""
@@ -225,7 +213,7 @@ def test_conformance__random_play_matches_gym_sokoban_step_for_step(gym_sokoban_
     compared_steps = wins = horizon_ends = 0
     for board in boards:
         observation, _ = env.reset(board)
-        _load_into_gym(gym_env, board)
+        load_into_gym(gym_env, board)
         assert np.array_equal(observation, gym_env.render("rgb_array"))
         done = False
         while not done:

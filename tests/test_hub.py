@@ -232,3 +232,34 @@ def test_a_stale_file_from_the_hub_is_refused_by_the_script_on_datasets36(stale_
     ''', env=hub_env(stale_hub, tmp_path / "hf-home"))
     assert_names_the_pool(refusal(result["error"]))
 
+
+
+# ---------------------------------------------------------------------------
+# The runtime's boards, downloaded at a pinned revision
+# ---------------------------------------------------------------------------
+
+_RUNTIME_BOARDS = '''
+sys.path.insert(0, ARGS["repo"])
+from sokoban_tools.verl_agent import load_boards
+
+def boards():
+    rows, sha256 = load_boards("fairness/evaluation.jsonl", hub_revision=ARGS["revision"])
+    return [len(rows), rows[0].task_id, sha256]
+
+report(attempt(boards))
+'''
+
+
+def test_the_runtime_downloads_its_boards_at_a_pinned_revision(hub, commits, tmp_path):
+    _, published, _ = commits
+    result = run_client(PYTHON, _RUNTIME_BOARDS, {"repo": str(REPO), "revision": published},
+                        env=hub_env(hub, tmp_path / "hf-home"))
+    expected = sf.PUBLISHED_FILES[EVALUATION]
+    assert result["ok"][0] == expected["rows"] and result["ok"][2] == expected["sha256"]
+
+
+def test_the_runtime_refuses_boards_of_a_stale_revision(stale_hub, commits, tmp_path):
+    _, _, stale = commits
+    result = run_client(PYTHON, _RUNTIME_BOARDS, {"repo": str(REPO), "revision": stale},
+                        env=hub_env(stale_hub, tmp_path / "hf-home"))
+    assert_names_the_pool(refusal(result["error"]))
