@@ -1,4 +1,4 @@
-"""Time the generator, solver, renderer, whole pipeline and dataset loading.
+"""Time the generator, solver, renderer, whole pipeline, dataset loading and the verl-agent runtime.
 
     python -m sokoban_tools benchmark
 

@@ -159,7 +159,9 @@ def check_env_kwargs(env_kwargs: Mapping | None) -> int:
     wanted = {"dim_room": FAIRNESS.dim_room, "num_boxes": FAIRNESS.num_boxes, "search_depth": FAIRNESS.search_depth}
     for key, value in wanted.items():
         given = env_kwargs.get(key, value)
-        if (tuple(given) if key == "dim_room" and isinstance(given, (list, tuple)) else given) != value:
+        # dim_room comes as a list, a tuple or the trainer config's list type
+        comparable = tuple(given) if key == "dim_room" and not isinstance(given, (str, bytes, int)) else given
+        if comparable != value:
             raise ValueError(f"env_kwargs {key}={given!r} is not a setting of the stored boards: the fairness "
                              f"boards need {FAIRNESS_SETTINGS} (set them in the trainer's config)")
     max_steps = env_kwargs.get("max_steps", DEFAULT_MAX_STEPS)

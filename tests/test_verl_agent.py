@@ -195,6 +195,11 @@ def test_bad_input__settings_other_than_the_boards_are_refused_naming_the_fairne
     assert FAIRNESS_SETTINGS in str(refused.value)
 
 
+@pytest.mark.parametrize("dim_room", [[6, 6], (6, 6), np.array([6, 6])])
+def test_settings__the_boards_settings_are_accepted_as_any_sequence(dim_room):
+    assert build_sokoban_envs(0, 1, 1, env_kwargs={**ENV_KWARGS, "dim_room": dim_room}, backend="local").reset()
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"env_kwargs": {"max_step": 15}}, "unknown keys"),
     ({"env_kwargs": {"max_steps": 0}}, "max_steps"),
@@ -203,6 +208,7 @@ def test_bad_input__settings_other_than_the_boards_are_refused_naming_the_fairne
     ({"is_train": False, "env_num": 100}, "does not divide the 256"),
     ({"is_train": False, "env_num": 128, "group_n": 2}, "group_n must be 1"),
     ({"backend": "threads"}, "backend must be one of"),
+    ({"dataset_dir": REPO, "hub_revision": "0" * 40}, "not both"),
 ])
 def test_bad_input__impossible_runtimes_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
