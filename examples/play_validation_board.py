@@ -6,11 +6,11 @@ from sokoban_tools.tasks import load_evaluation
 
 boards = load_evaluation("fairness/evaluation.jsonl")  # the validation split; checks its 256 rows and SHA-256
 row = boards[0]
-env = FairSokobanEnv()  # gym-sokoban's rewards, a 15-action horizon
+env = FairSokobanEnv(mode="rgb_array")  # verl-agent's environment, step for step; a 15-action horizon
 observation, info = env.reset(row)  # the stored board itself, never regenerated from the seed
-frames = [observation.image]  # (96, 96, 3) uint8, the image the model sees
+frames = [observation]  # (96, 96, 3) uint8, the image the model sees
 for action in from_lurd(row.shortest_solution):  # stored for audit; an agent never sees it
     observation, reward, done, info = env.step(action)
-    frames.append(observation.image)
+    frames.append(observation)
 save_gif("validation-board.gif", frames, duration_ms=400)
-print(f"{row.task_id}: won={info['won']} in {env.num_steps} actions; wrote validation-board.gif")
+print(f"{row.task_id}: won={info['won']} in {env.num_env_steps} actions; wrote validation-board.gif")

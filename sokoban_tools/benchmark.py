@@ -1,4 +1,4 @@
-"""Time the generator, solver, renderer, whole pipeline and dataset loading.
+"""Time the generator, solver, renderer, whole pipeline, dataset loading and the verl-agent runtime.
 
     python -m sokoban_tools benchmark
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from sokoban_fairness import SokobanFairness, cache_hash, render_rgb
 
-from . import baselines, card, pools, score, verify
+from . import baselines, card, pools, runtime_benchmark, score, verify
 from .artifacts import sha256_file, write_atomic
 from .episodes import EpisodeRecord, append_episodes
 from .generator import generate
@@ -72,6 +72,7 @@ def measure() -> list[tuple[str, str]]:
         label = "with images" if with_images else "without images"
         figures.append((f"load `fairness` {label}, first build", f"{first:.2f} s"))
         figures.append((f"load `fairness` {label}, cached", f"{cached:.2f} s"))
+    figures += runtime_benchmark.runtime_figures([r.board for r in rows[:200]])
     return figures
 
 

@@ -31,6 +31,7 @@ TEMPLATES = Path(__file__).resolve().parent / "card_templates"
 COMMAND = "python -m sokoban_tools.card"
 LOADING_SCRIPT = "sokoban_fairness.py"
 EXAMPLE = "examples/play_validation_board.py"
+RUNTIME_EXAMPLE = "examples/verl_agent_runtime.py"
 BENCHMARKS = "BENCHMARKS.md"
 BLOCK = re.compile(
     r"(# BEGIN PUBLISHED FILES \(written by `python -m sokoban_tools.card`; do not edit\)\n)"
@@ -215,6 +216,7 @@ def card_values(repo: Path, files: dict[str, dict], summary: dict, validation: l
         "verification_summary": verification_text,
         "checksums_table": checksums,
         "example": (repo / EXAMPLE).read_text(encoding="utf-8").strip(),
+        "runtime_example": (repo / RUNTIME_EXAMPLE).read_text(encoding="utf-8").strip(),
         "example_row": validation[0].line,
         "example_xsb": validation[0].board.xsb(),
         "benchmarks": benchmarks.read_text(encoding="utf-8").split("\n", 2)[2].strip(),

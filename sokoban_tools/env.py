@@ -1,47 +1,48 @@
-"""The runtime reference: play one stored board as verl-agent's Sokoban environment does.
+"""The runtime environment: one stored board played exactly as verl-agent's ``SokobanEnv`` plays it.
 
-:class:`FairSokobanEnv` restores the complete stored board on every reset (it never
-regenerates a room from a seed) and steps it with the rules of :class:`Board`,
-scoring each action exactly as gym-sokoban 0.0.6's ``SokobanEnv.step`` scores
-its *push* actions 1-4, which are the actions verl-agent sends it (1 up, 2 down,
-3 left, 4 right). A push action pushes the box when it is directly ahead and
-the cell beyond it is floor or a target, and otherwise walks if it can, which is
-exactly :meth:`Board.move`:
+:class:`FairSokobanEnv` is the environment every worker of the drop-in runtime
+(:mod:`sokoban_tools.verl_agent`) runs, one instance per Ray actor. It restores
+the complete stored board on every reset (it never regenerates a room from a
+seed) and otherwise behaves step for step like verl-agent's Sokoban
+environment, as recorded in the runtime traces of the original code
+(``tests/test_runtime_traces.py`` replays every one):
 
-=====================================  ==========
-every action, effective or not         -0.1
-the box reaches a target               +1
-the box leaves a target                -1
-all boxes on targets (the board won)   +10
-=====================================  ==========
+=================================  =======  ========================================
+action                             reward   what happens
+=================================  =======  ========================================
+0, the trainer's "no valid answer"  -0.1    nothing moves, no step is counted, done
+                                            is false, info ``won`` is false
+1 up, 2 down, 3 left, 4 right       -0.1    a push if the box is ahead and the cell
+                                            beyond is open, else a walk if it can;
+                                            counted even into a wall
+the box reaches its target          +1
+the box leaves its target           -1
+the box is on its target            +10     after the step (so the winning push is
+                                            ``-0.1 + 1 + 10``, a move after it 9.9)
+=================================  =======  ========================================
 
-An episode is done when the board is won or after ``max_steps`` actions (15 by
-default, the horizon of the GRPO/CPAD launchers). Rewards are summed in
-gym-sokoban's order, so they are the same Python floats (a winning step is
-``-0.1 + 1 + 10``). With one box the -1 never occurs: the step that puts the box
-on its target ends the episode.
+``done`` is true when the box is on its target or when the counted steps equal
+``max_steps`` (an equality, as in gym-sokoban: stepping on past the horizon
+counts 16, 17, ... with ``done`` false again). Stepping after ``done`` is
+allowed, because verl-agent keeps stepping every environment until all are
+done and masks the finished ones itself.
 
-The agent observes an :class:`Observation` (the RGB game image and its XSB
-text) and a :class:`StepInfo`. Neither the stored shortest solution, nor its
-length, nor the generation seed ever reaches them: :meth:`FairSokobanEnv.reset`
-keeps only the row's board.
-
-Differences from verl-agent's wrapper, by design: actions other than 1-4 are
-refused (verl-agent maps unparseable model output to action 0, which it answers
-itself with reward 0 without counting a step), and stepping a finished episode
-is an error rather than silently continuing past the horizon.
+Observations are :meth:`FairSokobanEnv.render` of the constructor's ``mode``:
+``rgb_array`` (the 96x96x3 uint8 game image of :mod:`sokoban_render`),
+``tiny_rgb_array`` (a text grid, despite the name), ``list`` or ``state``. The
+stored shortest solution, its length and the generation seed never reach the
+environment: :meth:`FairSokobanEnv.reset` keeps only the row's board.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TypedDict
 
 import numpy as np
 
+from sokoban_render import render_rgb
 
-from .board import ACTIONS, ACTION_NAMES, Board
-from .images import render_board
+from .board import ACTIONS, ACTION_NAMES, PLAYER, TARGET, Board
 from .records import BoardRow
 
 STEP_PENALTY = -0.1
@@ -49,29 +50,19 @@ BOX_ON_TARGET_REWARD = 1.0
 BOX_OFF_TARGET_PENALTY = -1.0
 WIN_REWARD = 10.0
 DEFAULT_MAX_STEPS = 15
-
-
-@dataclass(frozen=True, eq=False)
-class Observation:
-    """What the agent sees of the current position.
-
-    ``image``: ``np.ndarray`` of shape (H*16, W*16, 3) = (96, 96, 3) for the 6x6
-    boards, dtype ``uint8``, read-only; the RGB game image of verl-agent's
-    ``rgb_array`` mode (gym-sokoban's tiles, 16x16 pixels per cell).
-
-    ``text``: ``str``, the position in XSB notation, H rows of W characters
-    joined by ``"\\n"``, for text-mode agents.
-    """
-
-    image: np.ndarray
-    text: str
+NO_ACTION = 0  # verl-agent's INVALID_ACTION: what its projection sends for an unparseable answer
+ALL_ACTIONS = (NO_ACTION, *ACTIONS)
+MODES = ("rgb_array", "tiny_rgb_array", "list", "state")
+PLAYER_ON_TARGET = 6  # in the ``state`` render only; ``room_state`` itself keeps 5
+# Cell symbols of the ``list`` and ``tiny_rgb_array`` renders, by ``state`` code.
+SYMBOLS = ("#", "_", "O", "√", "X", "P", "S")
 
 
 class StepInfo(TypedDict):
     """The ``info`` dict of a step, with exactly verl-agent's keys.
 
     ``action_is_effective``: ``bool``, the player moved (a walk or a push).
-    ``won``: ``bool``, the box is on its target.
+    ``won``: ``bool``, the box is on its target (always false for action 0).
     """
 
     action_is_effective: bool
@@ -85,15 +76,8 @@ class ResetInfo(TypedDict):
     won: bool
 
 
-def observe(board: Board) -> Observation:
-    """The observation of a board position."""
-    image = render_board(board)
-    image.flags.writeable = False
-    return Observation(image=image, text=board.xsb())
-
-
 def step_reward(before: Board, after: Board) -> float:
-    """gym-sokoban 0.0.6's reward for the move from ``before`` to ``after``."""
+    """gym-sokoban 0.0.6's reward for the move (action 1-4) from ``before`` to ``after``."""
     reward = STEP_PENALTY
     if after.is_solved and not before.is_solved:
         reward += BOX_ON_TARGET_REWARD
@@ -104,23 +88,65 @@ def step_reward(before: Board, after: Board) -> float:
     return reward
 
 
-class FairSokobanEnv:
-    """One Sokoban environment worker playing stored boards.
+def is_action(action) -> bool:
+    """An integer (Python or numpy, not bool) in 0-4."""
+    integer = isinstance(action, (int, np.integer)) and not isinstance(action, bool)
+    return integer and int(action) in ALL_ACTIONS
 
-    ``reset(row)`` starts an episode from a stored row (or a bare :class:`Board`);
-    ``step(action)`` takes 1 up, 2 down, 3 left or 4 right and returns
-    ``(observation, reward, done, info)`` like verl-agent's ``SokobanEnv.step``.
-    The environment has no randomness of its own: which board to play is the
-    sampler's choice (:mod:`sokoban_tools.sampler`).
+
+ACTION_CHOICES = "0 no action, " + ", ".join(f"{a} {ACTION_NAMES[a]}" for a in ACTIONS)
+
+
+def state_grid(board: Board) -> np.ndarray:
+    """The ``state`` render: ``room_state`` codes with a player on a target shown as 6,
+    an (H, W) uint8 array."""
+    state = np.array(board.room_state(), dtype=np.uint8)
+    fixed = np.array(board.room_fixed, dtype=np.uint8)
+    state[(state == PLAYER) & (fixed == TARGET)] = PLAYER_ON_TARGET
+    return state
+
+
+def render(board: Board, mode: str):
+    """``board`` drawn in one of :data:`MODES`, as verl-agent's ``SokobanEnv.render`` draws it.
+
+    ``rgb_array``: (H*16, W*16, 3) uint8 image. ``state``: (H, W) uint8 array.
+    ``list``: H strings, cell symbols joined by single spaces. ``tiny_rgb_array``:
+    one string, each cell as ``" " + symbol + " \\t"``, rows joined by ``"\\n"``.
+    Symbols: ``#`` wall, ``_`` floor, ``O`` target, ``√`` box on target, ``X`` box,
+    ``P`` player, ``S`` player on target.
+    """
+    if mode == "rgb_array":
+        return render_rgb(board.room_fixed, board.room_state())
+    if mode not in MODES:
+        raise ValueError(f"render mode must be one of {', '.join(MODES)}; got {mode!r}")
+    state = state_grid(board)
+    if mode == "state":
+        return state
+    rows = [[SYMBOLS[code] for code in row] for row in state.tolist()]
+    if mode == "list":
+        return [" ".join(row) for row in rows]
+    return "\n".join("".join(f" {symbol} \t" for symbol in row) for row in rows)
+
+
+class FairSokobanEnv:
+    """One Sokoban environment playing stored boards; see the module docstring.
+
+    ``reset(task)`` starts an episode from a stored row (or a bare :class:`Board`)
+    and returns ``(observation, {"won": False})``; ``step(action)`` takes 0-4 and
+    returns ``(observation, reward, done, info)``; ``render(mode)`` draws the
+    current position. The environment has no randomness of its own: which board
+    to play is the driver's choice (:mod:`sokoban_tools.sampler`).
     """
 
-    def __init__(self, max_steps: int = DEFAULT_MAX_STEPS):
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    def __init__(self, mode: str = "rgb_array", max_steps: int = DEFAULT_MAX_STEPS):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+        self.mode = mode
         self.max_steps = max_steps
         self._board: Board | None = None
         self._steps = 0
-        self._done = True
 
     @property
     def board(self) -> Board:
@@ -130,15 +156,11 @@ class FairSokobanEnv:
         return self._board
 
     @property
-    def num_steps(self) -> int:
-        """Actions taken in this episode."""
+    def num_env_steps(self) -> int:
+        """Actions 1-4 taken in this episode (action 0 is not counted)."""
         return self._steps
 
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    def reset(self, task: BoardRow | Board) -> tuple[Observation, ResetInfo]:
+    def reset(self, task: BoardRow | Board) -> tuple[object, ResetInfo]:
         """Restore a stored initial board; only its board is read, never its
         solution or seed."""
         board = task.board if isinstance(task, BoardRow) else task
@@ -149,22 +171,23 @@ class FairSokobanEnv:
             raise ValueError(f"the board cannot be played: {problem}")
         if board.is_solved:
             raise ValueError("the board is already solved; stored boards never are")
-        self._board, self._steps, self._done = board, 0, False
-        return observe(board), ResetInfo(won=False)
+        self._board, self._steps = board, 0
+        return self.render(), ResetInfo(won=False)
 
-    def step(self, action: int) -> tuple[Observation, float, bool, StepInfo]:
-        """Play one action: 1 up, 2 down, 3 left, 4 right."""
-        if self._board is None or self._done:
-            raise RuntimeError("the episode is over (or never started): call reset(row)")
-        is_integer = isinstance(action, (int, np.integer)) and not isinstance(action, bool)
-        if not is_integer or action not in ACTIONS:
-            names = ", ".join(f"{a} {ACTION_NAMES[a]}" for a in ACTIONS)
-            raise ValueError(f"action must be one of {names}; got {action!r}")
-        before = self._board
+    def step(self, action: int) -> tuple[object, float, bool, StepInfo]:
+        """Play one action: 0 none (see the module docstring), 1 up, 2 down, 3 left, 4 right."""
+        if not is_action(action):
+            raise ValueError(f"action must be an integer, one of {ACTION_CHOICES}; got {action!r}")
+        before = self.board
+        if action == NO_ACTION:
+            return self.render(), STEP_PENALTY, False, StepInfo(action_is_effective=False, won=False)
         after, outcome = before.move(int(action))
         self._board = after
         self._steps += 1
-        reward = step_reward(before, after)
-        self._done = after.is_solved or self._steps >= self.max_steps
+        done = after.is_solved or self._steps == self.max_steps
         info = StepInfo(action_is_effective=outcome != "none", won=after.is_solved)
-        return observe(after), reward, self._done, info
+        return self.render(), step_reward(before, after), done, info
+
+    def render(self, mode: str | None = None):
+        """The current position in ``mode`` (default: the constructor's), see :func:`render`."""
+        return render(self.board, self.mode if mode is None else mode)

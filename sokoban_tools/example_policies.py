@@ -11,7 +11,8 @@ logs can be scored and compared like a real trainer's:
 - ``random``: each action uniformly among 1-4;
 - ``path-follower``: with probability ``p = update / (update + 10)`` (0 before
   training, rising with updates) the first action of a shortest solution from
-  the position it sees (the observation's XSB text), otherwise a random action
+  the position it sees (the observation of verl-agent's ``state`` mode, the
+  board's codes with a player on a target shown as 6), otherwise a random action
   (also when random moves have made the board unsolvable).
 
 Each (method, run, update) draws from its own seeded generator, so the logs
@@ -26,8 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from .artifacts import command_line, publish, sha256_file
-from .board import ACTIONS, Board
-from .env import FairSokobanEnv, Observation
+from .board import ACTIONS, BOX_ON_TARGET, PLAYER, TARGET, WALL, Board
+from .env import PLAYER_ON_TARGET, FairSokobanEnv
 from .episodes import EpisodeRecord
 from .records import BoardRow, DataError
 from .scoring import DEFAULT_EVALUATION
@@ -47,11 +48,19 @@ def follow_probability(method: str, update: int) -> float:
     return 0.0 if method == "random" else update / (update + 10)
 
 
-def choose(observation: Observation, follow: float, rng: np.random.Generator) -> int:
+def board_seen(state: np.ndarray) -> Board:
+    """The position a ``state`` observation shows."""
+    state = np.asarray(state)
+    fixed = np.where(state == WALL, WALL, np.where(np.isin(state, (TARGET, BOX_ON_TARGET, PLAYER_ON_TARGET)),
+                                                   TARGET, 1))
+    return Board.from_rooms(fixed.tolist(), np.where(state == PLAYER_ON_TARGET, PLAYER, state).tolist())
+
+
+def choose(observation: np.ndarray, follow: float, rng: np.random.Generator) -> int:
     """One action: the shortest path's next move with probability ``follow``, else
     (or when random moves have made the board unsolvable) a random one."""
     if rng.random() < follow:
-        path = shortest_solution(Board.from_xsb(observation.text))
+        path = shortest_solution(board_seen(observation))
         if path:
             return path[0]
     return int(rng.choice(ACTIONS))
@@ -61,7 +70,7 @@ def play_pass(method: str, run: int, update: int, boards: list[BoardRow], digest
     """One validation pass of a method's run at an update: every board once, in stored order."""
     rng = np.random.Generator(np.random.PCG64([METHODS.index(method), run, update]))
     follow = follow_probability(method, update)
-    env = FairSokobanEnv()
+    env = FairSokobanEnv(mode="state")
     records = []
     for row in boards:
         observation, _ = env.reset(row)
@@ -70,7 +79,7 @@ def play_pass(method: str, run: int, update: int, boards: list[BoardRow], digest
             observation, reward, done, info = env.step(choose(observation, follow, rng))
             total += reward
         records.append(EpisodeRecord(method, f"seed-{run}", "validation", update, row.task_id,
-                                     info["won"], env.num_steps, total, digest))
+                                     info["won"], env.num_env_steps, total, digest))
     return records
 
 

@@ -1,6 +1,6 @@
 """Board images for people: PNG files, contact sheets and GIF replays.
 
-The pixels come from :func:`sokoban_fairness.render_rgb`, the same game image the
+The pixels come from :func:`sokoban_render.render_rgb`, the same game image the
 environment shows its model; this module only lays them out and writes them.
 Files are written atomically (a temporary file in the target directory, then
 ``os.replace``) and PNG bytes are deterministic, so regenerating a picture from
@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from sokoban_fairness import encode_png, render_rgb
+from sokoban_render import encode_png, render_rgb
 
 from .artifacts import write_atomic
 from .board import Board, play

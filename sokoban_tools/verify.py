@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sokoban_fairness import TILE_SIZE, render_rgb
+from sokoban_render import TILE_SIZE, render_rgb
 
 from . import pools
 from .artifacts import command_line, json_document, publish, ready, sha256_bytes

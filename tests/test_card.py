@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -141,6 +142,7 @@ def test_cache_hash__changes_when_a_pinned_checksum_changes_and_only_then(tmp_pa
     for name, text in (("same", script), ("other", script.replace(digest, "0" * 64))):
         (tmp_path / name).mkdir()
         (tmp_path / name / "sokoban_fairness.py").write_text(text, encoding="utf-8")
+        shutil.copy(REPO / "sokoban_render.py", tmp_path / name)
         done = subprocess.run([sys.executable, "-c", program, str(tmp_path / name)],
                               capture_output=True, text=True, check=True)
         hashes.append(done.stdout.strip())

@@ -24,10 +24,11 @@ import pytest
 from PIL import Image, ImageSequence
 
 from conftest import REPO
-from sokoban_fairness import render_rgb
+from sokoban_render import render_rgb
 from sokoban_tools.board import DOWN, RIGHT, UP, Board, from_lurd
-from sokoban_tools.env import DEFAULT_MAX_STEPS, FairSokobanEnv, Observation, step_reward
+from sokoban_tools.env import DEFAULT_MAX_STEPS, NO_ACTION, FairSokobanEnv, step_reward
 from sokoban_tools.images import replay_frames
+from sokoban_tools.runtime_benchmark import load_into_gym
 from sokoban_tools.tasks import load_evaluation
 
 # A corridor: player, box, target in a row; the box is one push from its target.
@@ -40,10 +41,8 @@ def test_reset__restores_the_stored_board_and_shows_it(train_rows):
     observation, info = env.reset(row)
     assert env.board == row.board
     assert info == {"won": False}
-    assert observation.text == row.board.xsb()
-    assert observation.image.shape == (96, 96, 3) and observation.image.dtype == np.uint8
-    assert np.array_equal(observation.image, render_rgb(row.board.room_fixed, row.board.room_state()))
-    assert not observation.image.flags.writeable
+    assert observation.shape == (96, 96, 3) and observation.dtype == np.uint8
+    assert np.array_equal(observation, render_rgb(row.board.room_fixed, row.board.room_state()))
 
 
 def test_reset__returns_to_the_initial_board_after_play(train_rows):
@@ -52,8 +51,8 @@ def test_reset__returns_to_the_initial_board_after_play(train_rows):
     first, _ = env.reset(row)
     env.step(RIGHT)
     again, _ = env.reset(row)
-    assert env.board == row.board and env.num_steps == 0
-    assert np.array_equal(first.image, again.image) and first.text == again.text
+    assert env.board == row.board and env.num_env_steps == 0
+    assert np.array_equal(first, again)
 
 
 def test_step__walk_costs_a_tenth_and_is_effective():
@@ -62,7 +61,7 @@ def test_step__walk_costs_a_tenth_and_is_effective():
     observation, reward, done, info = env.step(DOWN)
     assert reward == -0.1 and not done
     assert info == {"action_is_effective": True, "won": False}
-    assert observation.text == "######\n# $. #\n#@   #\n#    #\n#    #\n######"
+    assert env.board.xsb() == "######\n# $. #\n#@   #\n#    #\n#    #\n######"
 
 
 def test_step__bumping_a_wall_costs_a_tenth_and_is_not_effective():
@@ -80,7 +79,7 @@ def test_step__pushing_the_box_onto_the_target_wins_and_ends_the_episode():
     observation, reward, done, info = env.step(RIGHT)
     assert reward == -0.1 + 1.0 + 10.0
     assert done and info == {"action_is_effective": True, "won": True}
-    assert observation.text == "######\n# @* #\n#    #\n#    #\n#    #\n######"
+    assert env.board.xsb() == "######\n# @* #\n#    #\n#    #\n#    #\n######"
 
 
 def test_step_reward__a_box_leaving_its_target_costs_one():
@@ -90,23 +89,45 @@ def test_step_reward__a_box_leaving_its_target_costs_one():
     assert step_reward(on, off) == -0.1 - 1.0
 
 
-def test_step__the_episode_ends_at_the_horizon():
+def test_step__done_at_the_horizon_by_equality_and_stepping_on_counts_on_with_done_false():
     env = FairSokobanEnv()
     env.reset(CORRIDOR)
-    dones = [env.step(UP)[2] for _ in range(DEFAULT_MAX_STEPS)]
+    dones = [env.step(UP)[2] for _ in range(DEFAULT_MAX_STEPS + 2)]
     assert DEFAULT_MAX_STEPS == 15
-    assert dones == [False] * 14 + [True]
-    with pytest.raises(RuntimeError, match="reset"):
-        env.step(UP)
+    assert dones == [False] * 14 + [True, False, False]
+    assert env.num_env_steps == 17
 
 
-@pytest.mark.parametrize("action", [0, 5, -1, 1.0, True, "up", None])
-def test_step__refuses_anything_but_the_four_actions(action):
+def test_step__action_0_costs_a_tenth_moves_nothing_and_counts_no_step():
+    env = FairSokobanEnv(mode="tiny_rgb_array")
+    before, _ = env.reset(CORRIDOR)
+    observation, reward, done, info = env.step(NO_ACTION)
+    assert (reward, done, info) == (-0.1, False, {"action_is_effective": False, "won": False})
+    assert observation == before and env.num_env_steps == 0 and env.board == CORRIDOR
+
+
+def test_step__after_a_win_moves_pay_9_9_and_stay_done_while_action_0_reports_not_won():
     env = FairSokobanEnv()
     env.reset(CORRIDOR)
-    with pytest.raises(ValueError, match="1 up, 2 down, 3 left, 4 right"):
+    assert env.step(RIGHT)[1:] == (-0.1 + 1.0 + 10.0, True, {"action_is_effective": True, "won": True})
+    assert env.step(DOWN)[1:] == (-0.1 + 10.0, True, {"action_is_effective": True, "won": True})
+    assert env.step(NO_ACTION)[1:] == (-0.1, False, {"action_is_effective": False, "won": False})
+    assert env.num_env_steps == 2
+
+
+@pytest.mark.parametrize("action", [5, -1, 1.0, True, "up", None])
+def test_step__refuses_anything_but_the_five_actions(action):
+    env = FairSokobanEnv()
+    env.reset(CORRIDOR)
+    with pytest.raises(ValueError, match="0 no action, 1 up, 2 down, 3 left, 4 right"):
         env.step(action)
-    assert env.num_steps == 0
+    assert env.num_env_steps == 0
+
+
+@pytest.mark.parametrize("mode", ["rgb", "human", None])
+def test_constructor__refuses_an_unknown_mode(mode):
+    with pytest.raises(ValueError, match="rgb_array, tiny_rgb_array, list, state"):
+        FairSokobanEnv(mode=mode)
 
 
 def test_step__numpy_integer_actions_are_accepted():
@@ -151,12 +172,6 @@ def test_stored_solutions__win_on_their_last_action(pool_rows):
         assert all(r == -0.1 for _, r, _, _ in results[:-1])
 
 
-def test_observation__is_a_plain_typed_container():
-    observation, _ = FairSokobanEnv().reset(CORRIDOR)
-    assert isinstance(observation, Observation)
-    assert isinstance(observation.text, str)
-
-
 # ---------------------------------------------------------------------------
 # Conformance with gym-sokoban 0.0.6, the environment verl-agent wraps
 # ---------------------------------------------------------------------------
@@ -191,19 +206,6 @@ def gym_sokoban_env():
     patch.undo()
 
 
-def _load_into_gym(gym_env, board: Board) -> None:
-    """Put a stored board into gym-sokoban's env the way its reset() leaves a
-    generated one, without running its generator: these are all the attributes
-    its step() reads."""
-    gym_env.room_fixed = np.array(board.room_fixed, dtype=np.uint8)
-    gym_env.room_state = np.array(board.room_state(), dtype=np.uint8)
-    gym_env.box_mapping = {}
-    gym_env.player_position = np.argwhere(gym_env.room_state == 5)[0]
-    gym_env.num_env_steps = 0
-    gym_env.reward_last = 0
-    gym_env.boxes_on_target = 0
-
-
 @dataclass(frozen=True)
 class Context:
     """Where a conformance assertion failed; formatted only when one does."""
@@ -227,19 +229,19 @@ def test_conformance__random_play_matches_gym_sokoban_step_for_step(gym_sokoban_
     compared_steps = wins = horizon_ends = 0
     for board in boards:
         observation, _ = env.reset(board)
-        _load_into_gym(gym_env, board)
-        assert np.array_equal(observation.image, gym_env.render("rgb_array"))
+        load_into_gym(gym_env, board)
+        assert np.array_equal(observation, gym_env.render("rgb_array"))
         done = False
         while not done:
             action = int(rng.integers(1, 5))
             player_before = gym_env.player_position
             gym_obs, gym_reward, gym_done, _ = gym_env.step(action, observation_mode="rgb_array")
             observation, reward, done, info = env.step(action)
-            context = Context(board, env.num_steps, action)
+            context = Context(board, env.num_env_steps, action)
             assert np.array_equal(np.array(env.board.room_state()), gym_env.room_state), context
             assert reward == gym_reward, context
             assert done == gym_done, context
-            assert np.array_equal(observation.image, gym_obs), context
+            assert np.array_equal(observation, gym_obs), context
             # verl-agent's wrapper derives its info from gym-sokoban's state so:
             moved = not np.array_equal(player_before, gym_env.player_position)
             assert info["action_is_effective"] == moved, context

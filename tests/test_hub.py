@@ -3,7 +3,7 @@
 ``hub_mirror.serve_dataset_repo`` serves a git commit as dataset
 ``org/sokoban-fairness``; clients run in subprocesses whose huggingface_hub and
 datasets talk only to it. The commit is HEAD plus the working tree's card,
-loading script and data folder, so the test checks what is about to be pushed.
+loading script, its renderer and data folder, so the test checks what is about to be pushed.
 A second commit replaces the validation file by the 1,000-row pool, as a stale
 mirror or an old upload would.
 """
@@ -20,7 +20,7 @@ import pytest
 
 import sokoban_fairness as sf
 from hub_mirror import hub_env, serve_dataset_repo
-from venvs import CARD, DATASETS36, EVALUATION, OLAH, POOL, REPO, SCRIPT, require_venv, run_client
+from venvs import CARD, DATASETS36, EVALUATION, OLAH, POOL, RENDERER, REPO, SCRIPT, require_venv, run_client
 
 pytestmark = pytest.mark.slow
 
@@ -48,11 +48,11 @@ def commits(tmp_path_factory):
     clone = tmp_path_factory.mktemp("hub-git") / "sokoban-fairness"
     done = subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    for name in (CARD, SCRIPT):
+    for name in (CARD, SCRIPT, RENDERER):
         shutil.copyfile(REPO / name, clone / name)
     shutil.copytree(REPO / "fairness", clone / "fairness", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    git(clone, "add", CARD, SCRIPT, "fairness")
+    git(clone, "add", CARD, SCRIPT, RENDERER, "fairness")
     git(clone, "commit", "--quiet", "--allow-empty", "-m", "The working tree's card, script and data")
     published = git(clone, "rev-parse", "HEAD")
     shutil.copyfile(REPO / POOL, clone / EVALUATION)
@@ -141,7 +141,7 @@ def test_hf_download_gives_the_published_bytes(hub, tmp_path):
     assert jsonl == sorted(sf.PUBLISHED_FILES)
     for name, published in sf.PUBLISHED_FILES.items():
         assert sha256(target / name) == published["sha256"], name
-    for name in (CARD, SCRIPT):
+    for name in (CARD, SCRIPT, RENDERER):
         assert (target / name).read_bytes() == (REPO / name).read_bytes(), name
 
 
@@ -234,3 +234,34 @@ def test_a_stale_file_from_the_hub_is_refused_by_the_script_on_datasets36(stale_
     ''', env=hub_env(stale_hub, tmp_path / "hf-home"))
     assert_names_the_pool(refusal(result["error"]))
 
+
+
+# ---------------------------------------------------------------------------
+# The runtime's boards, downloaded at a pinned revision
+# ---------------------------------------------------------------------------
+
+_RUNTIME_BOARDS = '''
+sys.path.insert(0, ARGS["repo"])
+from sokoban_tools.verl_agent import load_boards
+
+def boards():
+    rows, sha256 = load_boards("fairness/evaluation.jsonl", hub_revision=ARGS["revision"])
+    return [len(rows), rows[0].task_id, sha256]
+
+report(attempt(boards))
+'''
+
+
+def test_the_runtime_downloads_its_boards_at_a_pinned_revision(hub, commits, tmp_path):
+    _, published, _ = commits
+    result = run_client(PYTHON, _RUNTIME_BOARDS, {"repo": str(REPO), "revision": published},
+                        env=hub_env(hub, tmp_path / "hf-home"))
+    expected = sf.PUBLISHED_FILES[EVALUATION]
+    assert result["ok"][0] == expected["rows"] and result["ok"][2] == expected["sha256"]
+
+
+def test_the_runtime_refuses_boards_of_a_stale_revision(stale_hub, commits, tmp_path):
+    _, _, stale = commits
+    result = run_client(PYTHON, _RUNTIME_BOARDS, {"repo": str(REPO), "revision": stale},
+                        env=hub_env(stale_hub, tmp_path / "hf-home"))
+    assert_names_the_pool(refusal(result["error"]))

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import REPO
 from sokoban_tools.board import from_lurd
-from sokoban_tools.env import FairSokobanEnv
+from sokoban_tools.env import MODES, FairSokobanEnv
 from sokoban_tools.records import BoardRow
 from sokoban_tools.tasks import load_evaluation
 
@@ -34,17 +34,23 @@ def with_audit_fields(row: BoardRow, seed: int, solution: str) -> BoardRow:
 
 def everything_observed(row: BoardRow, sequences: list[list[int]]) -> list:
     """All an agent receives while playing ``sequences`` from ``row``, as plain values."""
-    env = FairSokobanEnv()
+    envs = [FairSokobanEnv(mode) for mode in MODES]
     seen = []
     for actions in sequences:
-        observation, info = env.reset(row)
-        seen.append((observation.image.tobytes(), observation.text, dict(info)))
-        for action in actions:
-            observation, reward, done, info = env.step(action)
-            seen.append((observation.image.tobytes(), observation.text, reward, done, dict(info)))
-            if done:
-                break
+        for env in envs:
+            observation, info = env.reset(row)
+            seen.append((encoded(observation), dict(info)))
+            for action in actions:
+                observation, reward, done, info = env.step(action)
+                seen.append((encoded(observation), reward, done, dict(info)))
+                if done:
+                    break
     return seen
+
+
+def encoded(observation) -> object:
+    """An observation of any mode as a comparable plain value."""
+    return observation.tobytes() if isinstance(observation, np.ndarray) else observation
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +63,7 @@ def test_leak_guard__swapping_solution_length_and_seed_between_rows_changes_no_o
     partners = rng.permutation(len(rows))
     differing_lengths = 0
     for row, partner in zip(rows, (rows[i] for i in partners)):
-        sequences = [rng.integers(1, 5, size=15).tolist() for _ in range(SEQUENCES_PER_ROW)]
+        sequences = [rng.integers(0, 5, size=15).tolist() for _ in range(SEQUENCES_PER_ROW)]
         # the row's own solution, so that winning observations are covered too
         sequences.append(from_lurd(row.shortest_solution))
         swapped = with_audit_fields(row, partner.seed, partner.shortest_solution)
@@ -80,10 +86,10 @@ def test_leak_guard__the_environment_keeps_only_the_board(rows):
     assert row.board in kept
 
 
-def test_leak_guard__observations_and_infos_carry_only_the_image_text_and_two_flags(rows):
+def test_leak_guard__observations_are_renders_and_infos_carry_only_two_flags(rows):
     env = FairSokobanEnv()
     observation, info = env.reset(rows[0])
-    assert [f.name for f in dataclasses.fields(observation)] == ["image", "text"]
+    assert isinstance(observation, np.ndarray) and observation.shape == (96, 96, 3)
     assert set(info) == {"won"}
     observation, reward, done, info = env.step(1)
     assert set(info) == {"action_is_effective", "won"}

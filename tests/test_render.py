@@ -25,8 +25,9 @@ from PIL import Image
 from unavailable import unavailable
 
 import sokoban_fairness
-from sokoban_fairness import TILE_SIZE
-from sokoban_fairness import render_rgb
+import sokoban_render
+from sokoban_render import TILE_SIZE
+from sokoban_render import render_rgb
 from sokoban_tools.board import RIGHT
 from sokoban_tools.board import UP
 from sokoban_tools.board import Board
@@ -185,28 +186,42 @@ def test_render__rejects_mismatched_shapes_and_unknown_codes():
 def test_encode_png__palette_and_rgb_files_decode_to_the_rendered_pixels():
     board = Board.from_xsb(BOARDS["player_on_target"])
     expected = render_board(board)
-    indices = sokoban_fairness.render_indices(board.room_fixed, board.room_state())
-    for png in (sokoban_fairness.encode_png(indices, sokoban_fairness.PALETTE),
-                sokoban_fairness.encode_png(expected, level=9)):
+    indices = sokoban_render.render_indices(board.room_fixed, board.room_state())
+    for png in (sokoban_render.encode_png(indices, sokoban_render.PALETTE),
+                sokoban_render.encode_png(expected, level=9)):
         decoded = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
         assert np.array_equal(decoded, expected)
     with pytest.raises(ValueError):
-        sokoban_fairness.encode_png(indices)  # indices without their palette
+        sokoban_render.encode_png(indices)  # indices without their palette
 
 
-def test_loading_script__imports_only_stdlib_numpy_pillow_and_datasets_one_module_per_line():
-    tree = ast.parse(Path(sokoban_fairness.__file__).read_text(encoding="utf-8"))
-    allowed = set(sys.stdlib_module_names) | {"numpy", "PIL", "datasets", "__future__"}
-    for node in ast.walk(tree):
+def _imports(module) -> list[tuple[int, int, str]]:
+    """(line, level, module) of every import statement of ``module``, one module per statement."""
+    found = []
+    for node in ast.walk(ast.parse(Path(module.__file__).read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             assert len(node.names) == 1, f"line {node.lineno} imports several modules"
-            modules = [node.names[0].name]
+            found.append((node.lineno, 0, node.names[0].name))
         elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"line {node.lineno} is a relative import"
-            modules = [node.module]
-        else:
-            continue
-        assert all(m.split(".")[0] in allowed for m in modules), f"line {node.lineno} imports {modules}"
+            found.append((node.lineno, node.level, node.module))
+    return found
+
+
+def test_loading_script__imports_only_stdlib_datasets_and_the_renderer_beside_it():
+    allowed = set(sys.stdlib_module_names) | {"datasets", "__future__"}
+    assert all(level == 0 and name.split(".")[0] in allowed for _, level, name in _imports(sokoban_fairness))
+    # datasets <= 3.6 copies the renderer beside the script only if it finds, outside
+    # triple-double-quoted strings, a line that starts with "from .sokoban_render"
+    lines = Path(sokoban_fairness.__file__).read_text(encoding="utf-8").split("\n")
+    hint = lines.index("from .sokoban_render import render_rgb")
+    assert lines[hint - 1] == "_COPIED_BY_DATASETS = '''" and lines[hint + 1] == "'''"
+
+
+def test_renderer__imports_only_stdlib_and_numpy_and_is_the_loading_scripts():
+    allowed = set(sys.stdlib_module_names) | {"numpy", "__future__"}
+    assert all(level == 0 and name.split(".")[0] in allowed for _, level, name in _imports(sokoban_render))
+    for name in ("render_rgb", "render_indices", "encode_png", "PALETTE", "TILE_SIZE"):
+        assert getattr(sokoban_fairness, name) is getattr(sokoban_render, name), name
 
 
 def test_save_png__writes_identical_bytes_twice_and_rereads_the_same_pixels(tmp_path):

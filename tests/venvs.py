@@ -11,7 +11,7 @@ Helper for tests (not a test file).
 * :func:`run_client` runs a short Python program in one of those environments
   and returns the JSON it reports, so one process start (and one ``import
   datasets``) serves several checks.
-* :func:`published_copy` copies what a user downloads (card, script, data files)
+* :func:`published_copy` copies what a user downloads (card, script, renderer, data files)
   into a fresh directory; :data:`TAMPERINGS` replaces its validation file by a
   stale, truncated or modified one, :func:`special_copy` by a FIFO, a symlink to
   /dev/zero or a 3 GiB file, and :func:`refusal_parts` says what a refusal must name.
@@ -39,6 +39,7 @@ from hub_mirror import hub_env  # noqa: E402
 from sokoban_fairness import PUBLISHED_FILES  # noqa: E402
 
 SCRIPT = "sokoban_fairness.py"
+RENDERER = "sokoban_render.py"  # imported by the script, published beside it
 CARD = "README.md"
 EVALUATION = "fairness/evaluation.jsonl"
 POOL = "fairness/evaluation-pool-1000.jsonl"
@@ -204,8 +205,8 @@ def offline_env(hf_home) -> dict:
 # ---------------------------------------------------------------------------
 
 def published_names() -> list[str]:
-    """The card, the loading script and every data file the loaders read."""
-    return [CARD, SCRIPT, *PUBLISHED_FILES]
+    """The card, the loading script, its renderer and every data file the loaders read."""
+    return [CARD, SCRIPT, RENDERER, *PUBLISHED_FILES]
 
 
 def published_copy(directory: Path) -> Path:

@@ -1,0 +1,270 @@
+"""The drop-in runtime's driver logic, at full size, with in-process workers.
+
+The same :class:`FairSokobanEnvs` drives Ray actors in ``test_verl_agent_ray.py``;
+here the ``local`` backend lets the trainer's real sizes (128 x 8 training workers,
+128 validation workers) run on two cores.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from sokoban_tools.board import from_lurd
+from sokoban_tools.episodes import read_episodes
+from sokoban_tools.sampler import TrainingSampler
+from sokoban_tools.tasks import load_evaluation, load_training
+from sokoban_tools.verl_agent import FAIRNESS_SETTINGS, build_sokoban_envs
+
+ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
+
+
+def local(seed=0, env_num=1, group_n=1, mode="rgb_array", is_train=True, **options):
+    return build_sokoban_envs(seed, env_num, group_n, mode, is_train=is_train, env_kwargs=ENV_KWARGS,
+                              backend="local", **options)
+
+
+@pytest.fixture(scope="module")
+def evaluation():
+    return load_evaluation(REPO / "fairness/evaluation.jsonl")
+
+
+@pytest.fixture(scope="module")
+def training():
+    return load_training(REPO / "fairness/train.jsonl")
+
+
+def play_to_the_end(envs, actions_of):
+    """Step every worker until all report done, as verl-agent's loop does; returns the turns."""
+    active = [True] * envs.num_processes
+    turns = 0
+    while any(active):
+        _, _, dones, _ = envs.step(actions_of(turns))
+        active = [a and not d for a, d in zip(active, dones)]
+        turns += 1
+    return turns
+
+
+# --- Training draws ----------------------------------------------------------------------
+
+
+def test_training__full_size_updates_are_the_samplers_draws_grouped_in_adjacent_workers(training):
+    envs = local(seed=7, env_num=128, group_n=8)
+    reference = TrainingSampler([row.task_id for row in training], 128, 8, seed=7)
+    by_id = {row.task_id: row for row in training}
+    for _ in range(3):
+        observations, infos = envs.reset()
+        expected = reference.next_batch().task_ids
+        assert envs.task_ids == list(expected)
+        assert len(set(expected)) == 128  # without replacement within the update
+        assert all(len(set(expected[g * 8:(g + 1) * 8])) == 1 for g in range(128))
+        assert len(observations) == len(infos) == 1024
+        first = by_id[expected[0]].board
+        assert envs.render(mode="list", env_idx=0) == envs.render(mode="list", env_idx=7)
+        assert np.array_equal(observations[0], observations[7])
+        assert envs.render(mode="state", env_idx=0).tolist() == [
+            [6 if (s == 5 and f == 2) else s for s, f in zip(srow, frow)]
+            for srow, frow in zip(first.room_state(), first.room_fixed)]
+
+
+def test_training__validation_in_between_changes_no_draw():
+    plain = local(seed=3, env_num=16, group_n=2)
+    interleaved = local(seed=3, env_num=16, group_n=2)
+    validation = local(seed=1003, env_num=128, is_train=False)
+    for _ in range(4):
+        plain.reset()
+        validation.reset()
+        validation.step([1] * 128)
+        interleaved.reset()
+        assert interleaved.task_ids == plain.task_ids
+
+
+def test_training__closing_and_resetting_or_rebuilding_from_the_saved_state_continues_the_draws():
+    straight = local(seed=11, env_num=8, group_n=2)
+    released = local(seed=11, env_num=8, group_n=2)
+    expected = []
+    for _ in range(4):
+        straight.reset()
+        expected.append(straight.task_ids)
+    released.reset()
+    released.close()
+    released.reset()
+    assert [released.task_ids] == expected[1:2]
+    state = released.sampler_state()
+    released.close()
+    rebuilt = local(seed=11, env_num=8, group_n=2, sampler_state=state)
+    draws = []
+    for _ in range(2):
+        rebuilt.reset()
+        draws.append(rebuilt.task_ids)
+    assert draws == expected[2:]
+
+
+def test_training__a_saved_state_of_another_shape_is_refused():
+    state = local(seed=1, env_num=8, group_n=2).sampler_state()
+    with pytest.raises(ValueError, match="env_num=4"):
+        local(seed=1, env_num=4, group_n=2, sampler_state=state)
+
+
+# --- Validation passes -------------------------------------------------------------------
+
+
+def test_validation__128_workers_play_the_256_boards_in_stored_order_in_two_chunks(evaluation):
+    envs = local(seed=1000, env_num=128, is_train=False)
+    assert envs.begin_pass(update=0) == envs.num_chunks == 2
+    seen = []
+    for chunk in range(2):
+        envs.reset()
+        assert envs.chunks_played == chunk + 1
+        seen += envs.task_ids
+        play_to_the_end(envs, lambda turn: [1 + turn % 4] * 128)
+    assert seen == [row.task_id for row in evaluation]
+    records = envs.end_pass()
+    assert [r.task_id for r in records] == seen and envs.passes_completed == 1
+    assert {r.phase for r in records} == {"validation"} and {r.update for r in records} == {0}
+
+
+def test_validation__a_pass_wraps_to_the_first_board_and_end_pass_refuses_an_incomplete_pass(evaluation):
+    envs = local(seed=1000, env_num=64, is_train=False)
+    with pytest.raises(RuntimeError, match="0 of 4 chunks played"):
+        envs.end_pass()
+    for _ in range(4):
+        envs.reset()
+    envs.reset()  # the fifth reset starts the next pass, ending the first
+    assert envs.passes_completed == 1 and envs.task_ids[0] == evaluation[0].task_id
+    with pytest.raises(RuntimeError, match="stopped after chunk 1 of 4"):
+        envs.begin_pass(update=5)
+
+
+def test_validation__stored_solutions_win_every_board_and_the_records_say_so(evaluation, tmp_path):
+    log = tmp_path / "episodes.jsonl"
+    envs = local(seed=1000, env_num=128, mode="tiny_rgb_array", is_train=False, method="oracle",
+                 run="r1", episode_log=log)
+    envs.begin_pass(update=5)
+    by_id = {row.task_id: row for row in evaluation}
+    for _ in range(envs.num_chunks):
+        envs.reset()
+        solutions = [from_lurd(by_id[task].shortest_solution) for task in envs.task_ids]
+        play_to_the_end(envs, lambda turn: [s[turn] if turn < len(s) else 0 for s in solutions])
+    records = envs.end_pass()
+    assert all(r.won and r.actions == by_id[r.task_id].shortest_solution_length for r in records)
+    assert all(r.episode_return == pytest.approx(-0.1 * r.actions + 11) for r in records)
+    assert sorted(read_episodes(log), key=lambda r: r.task_id) == sorted(records, key=lambda r: r.task_id)
+    assert {(r.method, r.run, r.update) for r in records} == {("oracle", "r1", 5)}
+    assert {r.evaluation_sha256 for r in records} == {
+        "6add6c0875e93bc6dbf82a90701b8903192e7aa051fefe3ce31c4f60b1cfa076"}
+
+
+# --- Episode records ---------------------------------------------------------------------
+
+
+def test_episodes__end_at_the_first_done_ignore_later_steps_and_count_action_0_in_the_return_only():
+    envs = local(seed=0, env_num=2, group_n=1)
+    envs.reset()
+    for _ in range(15):  # action 0 never counts a step, so worker 1 is never done
+        envs.step([1, 0])
+    _, _, dones, _ = envs.step([1, 0])
+    assert dones == [False, False]  # worker 0 is at step 16: done went back to false
+    [finished] = envs.take_episodes()
+    assert (finished.actions, finished.won) == (15, False)
+    assert finished.episode_return == pytest.approx(-1.5)
+    envs.reset()
+    [unfinished] = envs.take_episodes()
+    assert (unfinished.actions, unfinished.won, unfinished.phase) == (0, False, "training")
+    assert unfinished.episode_return == pytest.approx(-1.6)
+    assert envs.take_episodes() == []
+
+
+# --- Bad input ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("env_kwargs", "named"), [
+    ({"dim_room": [7, 7]}, "dim_room"),
+    ({"num_boxes": 2}, "num_boxes"),
+    ({"search_depth": 300}, "search_depth"),
+])
+def test_bad_input__settings_other_than_the_boards_are_refused_naming_the_fairness_settings(env_kwargs, named):
+    with pytest.raises(ValueError, match=named) as refused:
+        build_sokoban_envs(0, 1, 1, env_kwargs={**ENV_KWARGS, **env_kwargs}, backend="local")
+    assert FAIRNESS_SETTINGS in str(refused.value)
+
+
+@pytest.mark.parametrize("dim_room", [[6, 6], (6, 6), np.array([6, 6])])
+def test_settings__the_boards_settings_are_accepted_as_any_sequence(dim_room):
+    assert build_sokoban_envs(0, 1, 1, env_kwargs={**ENV_KWARGS, "dim_room": dim_room}, backend="local").reset()
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"env_kwargs": {"max_step": 15}}, "unknown keys"),
+    ({"env_kwargs": {"max_steps": 0}}, "max_steps"),
+    ({"mode": "human"}, "mode must be one of"),
+    ({"env_num": 0}, "env_num must be a positive integer"),
+    ({"is_train": False, "env_num": 100}, "does not divide the 256"),
+    ({"is_train": False, "env_num": 128, "group_n": 2}, "group_n must be 1"),
+    ({"backend": "threads"}, "backend must be one of"),
+    ({"dataset_dir": REPO, "hub_revision": "0" * 40}, "not both"),
+])
+def test_bad_input__impossible_runtimes_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        build_sokoban_envs(**{"backend": "local", **options})
+
+
+@pytest.mark.parametrize(("actions", "message"), [
+    ([1, 2, 3], "expected 4, got 3"),
+    ([1, 2, 5, 1], "worker 2: action must be"),
+    ([1, 2.0, 1, 1], "worker 1: action must be"),
+    ([1, 1, 1, None], "worker 3: action must be"),
+    ([True, 1, 1, 1], "worker 0: action must be"),
+])
+def test_bad_input__wrong_actions_are_refused_with_the_worker_index_before_any_worker_moves(actions, message):
+    envs = local(env_num=2, group_n=2)
+    envs.reset()
+    before = envs.render(mode="state")
+    with pytest.raises(ValueError, match=message):
+        envs.step(actions)
+    assert all(np.array_equal(a, b) for a, b in zip(envs.render(mode="state"), before))
+
+
+def test_bad_input__numpy_actions_are_accepted():
+    envs = local(env_num=2)
+    envs.reset()
+    assert len(envs.step(np.array([1, 0]))[0]) == 2
+
+
+# --- The worker's imports and the card's example ------------------------------------------
+
+
+def test_worker__importing_the_environment_loads_neither_datasets_nor_pyarrow_nor_pillow():
+    program = ("import sys, sokoban_tools.env\n"
+               "print(sorted({m.split('.')[0] for m in sys.modules} & {'datasets', 'pyarrow', 'PIL', 'ray'}))")
+    done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_example__the_cards_runtime_example_runs_on_ray_and_logs_every_episode(tmp_path):
+    if importlib.util.find_spec("ray") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("ray is a test dependency and is missing")
+        pytest.skip("ray is not installed; pip install -e '.[test]'")
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.verl_agent_runtime"], cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("update 0: validation success 0.")
+    log = read_episodes(tmp_path / "episodes.jsonl")
+    validation = [r for r in log if r.phase == "validation"]
+    assert len(validation) == 2 * 256 and {r.update for r in validation} == {0, 2}
+    evaluation = [row.task_id for row in load_evaluation(REPO / "fairness/evaluation.jsonl")]
+    for update in (0, 2):
+        assert sorted(r.task_id for r in validation if r.update == update) == sorted(evaluation)
+    assert len(log) - len(validation) == 3 * 4  # three draws of 2 boards x 2 copies
+    assert lines[-1] == f"episodes.jsonl: {len(log)} episodes, 512 of them validation"

@@ -1,0 +1,258 @@
+"""The drop-in runtime on real Ray actors: one local Ray for the module, few actors (two cores).
+
+Ray is a test dependency (``pip install -e '.[test]'``); without it these tests
+skip, except under CI=true, where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from sokoban_render import render_rgb
+from sokoban_tools.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
+from sokoban_tools.env import FairSokobanEnv, render
+from sokoban_tools.sampler import TrainingSampler
+from sokoban_tools.tasks import load_evaluation, load_training
+from sokoban_tools.verl_agent import WorkerError, build_sokoban_envs
+from traces import boards_of, calls_of, load_traces, mismatches
+
+ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
+CPUS = 2
+
+
+@pytest.fixture(scope="module")
+def ray():
+    try:
+        import ray
+    except ImportError as err:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"ray is a test dependency and is missing: {err}")
+        pytest.skip(f"ray is not installed ({err}); pip install -e '.[test]'")
+    ray.init(num_cpus=CPUS, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def build(seed, env_num, group_n, mode="rgb_array", is_train=True, **options):
+    return build_sokoban_envs(seed, env_num, group_n, mode, is_train=is_train, env_kwargs=ENV_KWARGS, **options)
+
+
+@pytest.fixture(scope="module")
+def training(ray):
+    """Training environments: 2 boards x 2 copies, 4 actors."""
+    envs = build(5, 2, 2)
+    yield envs
+    envs.close()
+
+
+@pytest.fixture(scope="module")
+def validation(ray):
+    """Validation environments in text mode: 4 actors, so 64 chunks a pass."""
+    envs = build(1005, 4, 1, mode="tiny_rgb_array", is_train=False)
+    yield envs
+    envs.close()
+
+
+@pytest.fixture(scope="module")
+def rows():
+    training = {row.task_id: row for row in load_training(REPO / "fairness/train.jsonl")}
+    return training, load_evaluation(REPO / "fairness/evaluation.jsonl")
+
+
+def test_ray__workers_are_ray_actors_one_environment_each(ray, training):
+    assert len(training.workers.actors) == training.num_processes == 4
+    assert all(isinstance(actor, ray.actor.ActorHandle) for actor in training.workers.actors)
+
+
+def test_ray__reset_step_and_render_return_verl_agents_shapes_and_types(training):
+    assert training.mode == "rgb_array"
+    observations, infos = training.reset()
+    assert len(observations) == len(infos) == 4
+    assert all(o.shape == (96, 96, 3) and o.dtype == np.uint8 for o in observations)
+    assert infos == [{"won": False}] * 4
+    observations, rewards, dones, infos = training.step([1, 2, 0, 4])
+    assert [len(x) for x in (observations, rewards, dones, infos)] == [4] * 4
+    assert all(o.shape == (96, 96, 3) and o.dtype == np.uint8 for o in observations)
+    assert all(type(r) is float for r in rewards) and all(type(d) is bool for d in dones)
+    assert all(set(i) == {"action_is_effective", "won"} and all(type(v) is bool for v in i.values()) for i in infos)
+    assert infos[2] == {"action_is_effective": False, "won": False} and rewards[2] == -0.1
+    grids = training.render(mode="tiny_rgb_array")
+    assert len(grids) == 4 and all(isinstance(g, str) and g.count("\n") == 5 for g in grids)
+    lists = training.render(mode="list")
+    assert all(isinstance(rows, list) and len(rows) == 6 and all(isinstance(r, str) for r in rows) for rows in lists)
+    states = training.render(mode="state")
+    assert all(s.shape == (6, 6) for s in states)
+    images = training.render()
+    assert all(np.array_equal(a, b) for a, b in zip(images, observations))
+    assert training.render(mode="tiny_rgb_array", env_idx=3) == grids[3]
+
+
+def test_ray__validation_covers_the_256_boards_once_in_stored_order_over_its_chunks(validation, rows):
+    _, evaluation = rows
+    assert validation.begin_pass(update=0) == validation.num_chunks == 64
+    seen = []
+    for _ in range(validation.num_chunks):
+        observations, _ = validation.reset()
+        seen += validation.task_ids
+        expected = [render(row.board, "tiny_rgb_array") for row in evaluation[len(seen) - 4:len(seen)]]
+        assert observations == expected
+        validation.step([0] * 4)
+    assert seen == [row.task_id for row in evaluation]
+    records = validation.end_pass()
+    assert [r.task_id for r in records] == seen
+    assert all(r.phase == "validation" and r.actions == 0 and not r.won for r in records)
+
+
+def test_ray__training_draws_are_the_samplers_grouped_and_untouched_by_validation(training, validation, rows):
+    by_id, _ = rows
+    # The module's training envs were built with seed 5 and have drawn one update already.
+    reference = TrainingSampler(list(by_id), 2, 2, seed=5)
+    reference.next_batch()
+    for _ in range(3):
+        validation.reset()
+        observations, _ = training.reset()
+        expected = list(reference.next_batch().task_ids)
+        assert training.task_ids == expected
+        assert expected[0] == expected[1] != expected[2] == expected[3]
+        for task_id, observation in zip(expected, observations):
+            board = by_id[task_id].board
+            assert np.array_equal(observation, render_rgb(board.room_fixed, board.room_state()))
+
+
+def test_ray__steps_after_done_continue_as_the_original_and_the_record_keeps_the_first_end(ray, rows):
+    by_id, _ = rows
+    envs = build(9, 1, 2)  # one board, two workers
+    try:
+        envs.reset()
+        board = by_id[envs.task_ids[0]].board
+        solution = from_lurd(by_id[envs.task_ids[0]].shortest_solution)
+        wander = ([UP, DOWN] * 9)[:len(solution) + 2]  # worker 1 walks to and fro
+        reference = FairSokobanEnv()
+        reference.reset(board)
+        expected = [reference.step(action)[2] for action in wander]
+        assert not any(expected)  # worker 1's episode stays open
+        back = {UP: DOWN, DOWN: UP, LEFT: RIGHT, RIGHT: LEFT}[solution[-1]]  # never pushes the box
+        steps = [envs.step(pair) for pair in zip(solution + [back, 0], wander)]
+        _, rewards, dones, infos = zip(*steps)
+        assert [r[0] for r in rewards[-3:]] == pytest.approx([10.9, 9.9, -0.1])
+        assert [d[0] for d in dones] == [False] * (len(solution) - 1) + [True, True, False]
+        assert [i[0]["won"] for i in infos[-3:]] == [True, True, False]
+        assert [d[1] for d in dones] == expected
+        [record] = envs.take_episodes()  # worker 1 has not reported done
+        assert (record.won, record.actions) == (True, len(solution))
+        assert record.episode_return == pytest.approx(10.9 - 0.1 * (len(solution) - 1))
+    finally:
+        envs.close()
+
+
+def test_ray__past_the_horizon_steps_count_on_and_done_goes_back_to_false(ray, rows):
+    by_id, _ = rows
+    envs = build(2, 1, 1)
+    try:
+        envs.reset()
+        reference = FairSokobanEnv()
+        reference.reset(by_id[envs.task_ids[0]].board)
+        actions = [UP, DOWN] * 8 + [UP]
+        expected = [reference.step(action)[2] for action in actions]
+        assert expected == [False] * 14 + [True, False, False]  # this board is not won by the walk
+        assert [envs.step([action])[2][0] for action in actions] == expected
+    finally:
+        envs.close()
+
+
+def test_ray__bad_actions_are_refused_with_the_worker_index(training):
+    training.reset()
+    with pytest.raises(ValueError, match="expected 4, got 5"):
+        training.step([1] * 5)
+    with pytest.raises(ValueError, match="worker 1: action must be"):
+        training.step([1, 7, 1, 1])
+    with pytest.raises(ValueError, match="worker 3: action must be"):
+        training.step([1, 1, 1, "left"])
+
+
+def test_ray__a_worker_keeps_only_the_board(ray, training, rows):
+    by_id, _ = rows
+    training.reset()
+    held = ray.get([actor.__ray_call__.remote(lambda env: vars(env)) for actor in training.workers.actors])
+    for state, task_id in zip(held, training.task_ids):
+        row = by_id[task_id]
+        assert set(state) == {"mode", "max_steps", "_board", "_steps"}
+        assert type(state["_board"]) is Board and state["_board"] == row.board
+        assert [f for f in vars(state["_board"])] == ["room_fixed", "player", "box"]
+        flat = pickle.dumps(state)
+        assert task_id.encode() not in flat and row.shortest_solution.encode() not in flat
+
+
+def test_ray__closing_and_restarting_workers_leaves_the_training_draws_unchanged(ray):
+    straight = build(21, 2, 1)
+    expected = []
+    for _ in range(3):
+        observations, _ = straight.reset()
+        expected.append((straight.task_ids, [o.tobytes() for o in observations]))
+    straight.close()
+    released = build(21, 2, 1)
+    got = []
+    observations, _ = released.reset()
+    got.append((released.task_ids, [o.tobytes() for o in observations]))
+    released.close()  # released between phases: new actors on the next reset
+    observations, _ = released.reset()
+    got.append((released.task_ids, [o.tobytes() for o in observations]))
+    state = released.sampler_state()
+    released.close()
+    rebuilt = build(21, 2, 1, sampler_state=state)  # or rebuilt from the saved sampler
+    observations, _ = rebuilt.reset()
+    got.append((rebuilt.task_ids, [o.tobytes() for o in observations]))
+    rebuilt.close()
+    assert got == expected
+
+
+def test_ray__a_dead_actor_is_reported_with_its_index(ray):
+    envs = build(3, 2, 1)
+    try:
+        envs.reset()
+        ray.kill(envs.workers.actors[1])
+        with pytest.raises(WorkerError, match="worker 1 .*died"):
+            envs.step([1, 1])
+    finally:
+        envs.close()
+
+
+def test_ray__every_trace_episode_replays_in_an_actor_of_the_drop_in(ray):
+    traces = load_traces()
+    workers = {mode: build(0, 1, 1, mode=mode) for mode in ("rgb_array", "tiny_rgb_array")}
+    found = []
+    try:
+        futures = [
+            # the episode's calls run inside the actor, on the environment it holds
+            workers[trace["mode"]].workers.actors[0].__ray_call__.remote(
+                lambda env, calls: [env.num_env_steps if method == "num_env_steps" else getattr(env, method)(*args)
+                                    for method, *args in calls],
+                calls_of(trace, board))
+            for trace, board in zip(traces, boards_of(traces))
+        ]
+        for trace, results in zip(traces, ray.get(futures)):
+            found += mismatches(trace, results)
+    finally:
+        for envs in workers.values():
+            envs.close()
+    assert len(traces) == 1200 and not found, "\n".join(found[:20])
+
+
+def test_ray__close_leaves_no_actor(ray, training, validation):
+    actors = training.workers.actors + validation.workers.actors
+    training.close()
+    validation.close()
+    assert training.workers is None and validation.workers is None
+    for actor in actors:
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(actor.render.remote("state"))
+    deadline = time.monotonic() + 30
+    while ray.available_resources().get("CPU", 0) < CPUS and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == CPUS  # every actor's CPU share returned
