@@ -24,6 +24,7 @@ import pytest
 from PIL import Image, ImageSequence
 
 from conftest import REPO
+from unavailable import unavailable
 from sokoban_render import render_rgb
 from sokoban_tools.board import DOWN, RIGHT, UP, Board, from_lurd
 from sokoban_tools.env import DEFAULT_MAX_STEPS, NO_ACTION, FairSokobanEnv, step_reward
@@ -193,7 +194,7 @@ def gym_sokoban_env():
             from gym_sokoban.envs import render_utils
             from gym_sokoban.envs.sokoban_env import SokobanEnv as GymSokobanEnv
         except ImportError as err:
-            pytest.skip(
+            unavailable(
                 f"gym-sokoban is not importable ({err}); install it with "
                 '`pip install "setuptools<81" gym==0.26.2 gym-sokoban==0.0.6` to run the conformance test'
             )

@@ -207,12 +207,6 @@ def test_validation__other_worker_counts_still_cover_every_board_once(evaluation
     assert [t for c in chunks for t in c.task_ids] == ids
 
 
-def test_validation__is_identical_every_time(evaluation_rows):
-    ids = [row.task_id for row in evaluation_rows]
-    first, second = validation_chunks(ids, 128), validation_chunks(ids, 128)
-    assert [c.task_ids for c in first] == [c.task_ids for c in second]
-
-
 def test_validation__never_advances_the_training_sampler(train_ids, evaluation_rows):
     ids = [row.task_id for row in evaluation_rows]
     plain = TrainingSampler(train_ids, BATCH, GROUP, seed=5)

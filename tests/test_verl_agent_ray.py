@@ -6,7 +6,6 @@ skip, except under CI=true, where they fail.
 
 from __future__ import annotations
 
-import os
 import pickle
 import time
 
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO
+from unavailable import unavailable
 from sokoban_render import render_rgb
 from sokoban_tools.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
 from sokoban_tools.env import FairSokobanEnv, render
@@ -31,9 +31,7 @@ def ray():
     try:
         import ray
     except ImportError as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"ray is a test dependency and is missing: {err}")
-        pytest.skip(f"ray is not installed ({err}); pip install -e '.[test]'")
+        unavailable(f"ray is not installed ({err}); pip install -e '.[test]'")
     ray.init(num_cpus=CPUS, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()

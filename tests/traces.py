@@ -13,12 +13,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 
 import numpy as np
-import pytest
 
 from conftest import DATA_DIR, SHARED_VECTORS
+from unavailable import unavailable
 from sokoban_tools.records import read_rows
 
 TRACES = SHARED_VECTORS / "runtime-traces.jsonl.gz"
@@ -29,10 +28,7 @@ STEPS = ("num_env_steps",)  # a call that reads the worker's step counter
 def load_traces() -> list[dict]:
     """Every trace episode; a missing file skips, except under CI=true, where it fails."""
     if not TRACES.is_file():
-        message = f"the runtime traces {TRACES} are missing (the shared vectors beside the repository)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(f"the runtime traces {TRACES} are missing (the shared vectors beside the repository)")
     with gzip.open(TRACES, "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle]
 
