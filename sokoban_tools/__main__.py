@@ -16,7 +16,7 @@ import time
 
 from . import benchmark
 from .artifacts import clear_interrupted_writes
-from .release import FLAG as NEW_RELEASE
+from .release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 from .repository import ROOT, outside_clone
 
 REPO = ROOT
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "benchmark":
         return benchmark.main()
     if args.check and args.new_release:
-        run.error(f"{NEW_RELEASE} pins a new release, --check changes nothing; give one of them")
+        run.error(NOT_WITH_CHECK)
     return reproduce(args.check, args.new_release)
 
 

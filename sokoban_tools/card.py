@@ -25,7 +25,8 @@ from .board import from_lurd
 from .env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from .figures import board_sheet, length_histogram, replay_strip
 from .records import BoardRow, DataError, read_board_file, read_rows
-from .release import FLAG, Release, ReleaseError, changelog_versions, pinned_release, release_to_pin
+from .release import (FLAG, NOT_WITH_CHECK, Release, ReleaseError, changelog_versions, pinned_release,
+                      release_to_pin)
 from .repository import ROOT
 
 REPO = ROOT
@@ -290,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
                              "named by the newest entry of the card's Changelog section")
     args = parser.parse_args(argv)
     if args.check and args.new_release:
-        parser.error(f"{FLAG} pins a new release, --check changes nothing; give one of them")
+        parser.error(NOT_WITH_CHECK)
     if not ready(outputs(REPO), args.check):
         return 1
     try:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 FLAG = "--new-release"
 COMMAND = f"python -m sokoban_tools reproduce {FLAG}"
+NOT_WITH_CHECK = f"{FLAG} pins a new release, --check changes nothing; give one of them"
 CHANGELOG_HEADING = "## Changelog"
 # An entry: "- **MAJOR.MINOR.PATCH** — what changed", newest first.
 ENTRY = re.compile(r"^- \*\*(\d+\.\d+\.\d+)\*\* \S", re.M)
