@@ -51,6 +51,7 @@ PALETTE, TILE_SIZE, encode_png, render_indices, render_rgb = (
 # ---------------------------------------------------------------------------
 
 # BEGIN PUBLISHED FILES (written by `python -m sokoban_tools.card`; do not edit)
+RELEASE = "1.0.0"  # see the Changelog section of the dataset card
 PUBLISHED_FILES = {
     "fairness/train.jsonl": {"sha256": "90b21457a1fe75af38baf18c9d0aabdc5ddba3bae079efde6478218e285f1570", "rows": 5000, "bytes": 1738842},
     "fairness/evaluation.jsonl": {"sha256": "274a8c856514e8fde19180f8abfc358f5163cffe4317d797b7f055516eb8223e", "rows": 256, "bytes": 88666},
@@ -190,9 +191,9 @@ class SokobanFairness(datasets.GeneratorBasedBuilder):
 
     BUILDER_CONFIG_CLASS = SokobanFairnessConfig
     BUILDER_CONFIGS = [
-        SokobanFairnessConfig(name="fairness", version=datasets.Version("1.0.0"),
+        SokobanFairnessConfig(name="fairness", version=datasets.Version(RELEASE),
                               description="Current protocol: 5,000 training and 256 validation boards."),
-        SokobanFairnessConfig(name="source_pool_1000", version=datasets.Version("1.0.0"),
+        SokobanFairnessConfig(name="source_pool_1000", version=datasets.Version(RELEASE),
                               description="Archive: the 1,000-board source pool as validation."),
     ]
     DEFAULT_CONFIG_NAME = "fairness"

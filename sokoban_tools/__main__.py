@@ -2,6 +2,8 @@
 
     python -m sokoban_tools reproduce           # rewrite everything
     python -m sokoban_tools reproduce --check   # regenerate in memory, fail on any difference
+    python -m sokoban_tools reproduce --new-release   # rewrite everything; changed data files
+                                                      # become the release the card's changelog names
     python -m sokoban_tools benchmark           # time the pipeline, write BENCHMARKS.md and the card
 """
 
@@ -11,12 +13,13 @@ import argparse
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from . import benchmark
 from .artifacts import clear_interrupted_writes
+from .release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
+from .repository import ROOT, outside_clone
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = ROOT
 GENERATED_DIRECTORIES = ("fairness", "images")  # besides the repository root
 # Each step is its own command, run in a fresh process in dependency order; the
 # selector is a top-level script, which the package never imports.
@@ -29,17 +32,23 @@ STEPS = (
     ("example", ["-m", "sokoban_tools.example_policies"]),
     ("card", ["-m", "sokoban_tools.card"]),
 )
+PINNING_STEP = "card"  # pins the data files' digests, so it alone may take a new release
 
 
-def reproduce(check: bool) -> int:
+def reproduce(check: bool, new_release: bool = False) -> int:
     """Run every step; stop at the first that fails, since later steps read its files."""
+    no_clone = outside_clone([REPO], command="python -m sokoban_tools reproduce")
+    if no_clone:
+        print(f"error: {no_clone}", file=sys.stderr)
+        return 1
     started = time.perf_counter()
     if not check:  # every file is about to be rewritten, so an interrupted write's leftovers can go
         for leftover in clear_interrupted_writes([REPO, *(REPO / d for d in GENERATED_DIRECTORIES)]):
             print(f"removed {leftover.relative_to(REPO)}, left by an interrupted write")
     for name, command in STEPS:
         print(f"== {name}", flush=True)
-        if subprocess.run([sys.executable, *command, *(["--check"] if check else [])], cwd=REPO).returncode:
+        options = ["--check"] if check else [NEW_RELEASE] if new_release and name == PINNING_STEP else []
+        if subprocess.run([sys.executable, *command, *options], cwd=REPO).returncode:
             print(f"reproduce: the {name} step failed; see the message above", file=sys.stderr)
             return 1
     verb = "all files are byte-identical" if check else "all files written"
@@ -53,11 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     run = commands.add_parser("reproduce", help="regenerate (or --check) every published file")
     run.add_argument("--check", action="store_true",
                      help="regenerate in memory and fail, naming the first differing line, on any difference")
+    run.add_argument(NEW_RELEASE, action="store_true",
+                     help="allow published data files to change, as the new release named by the newest "
+                          "entry of the card's Changelog section (without it a changed data file is an error)")
     commands.add_parser("benchmark", help="time the pipeline and loading; write BENCHMARKS.md and the card")
     args = parser.parse_args(argv)
     if args.command == "benchmark":
         return benchmark.main()
-    return reproduce(args.check)
+    if args.check and args.new_release:
+        run.error(NOT_WITH_CHECK)
+    return reproduce(args.check, args.new_release)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .repository import outside_clone
+
 JOURNAL = ".publish-journal.json"
 TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by git
 REPRODUCE = "python -m sokoban_tools reproduce"
@@ -173,11 +175,13 @@ def unwritable(path: Path) -> str | None:
 
 
 def ready(paths, check: bool) -> bool:
-    """Whether a command may start: no interrupted write left a mixed set among
-    ``paths``' directories and, unless ``check``, every path can be written.
-    Says why not on stderr: each interrupted write, or the first unwritable path."""
+    """Whether a command may start: ``paths`` are in a clone (or given elsewhere), no
+    interrupted write left a mixed set among their directories and, unless ``check``,
+    every path can be written. Says why not on stderr: the missing clone, each
+    interrupted write, or the first unwritable path."""
     paths = [Path(p) for p in paths]
-    problems = interrupted_writes(path.parent for path in paths)
+    no_clone = outside_clone(paths)
+    problems = [no_clone] if no_clone else interrupted_writes(path.parent for path in paths)
     if not check and not problems:  # the first unwritable path: the others usually share its cause
         problems = [problem for problem in map(unwritable, paths) if problem][:1]
     for problem in problems:

@@ -3,6 +3,8 @@
     python -m sokoban_tools.card            # README.md, fairness/README.md, images/*.png, and
                                             # the published checksums inside sokoban_fairness.py
     python -m sokoban_tools.card --check    # fail if any of them is out of date
+    python -m sokoban_tools.card --new-release   # pin changed data files as the release
+                                                 # the card's changelog names (see release.py)
 
 Every number in the dataset card comes from the JSON reports under
 ``fairness/``; the card text lives in ``card_templates/`` with ``{{ name }}``
@@ -25,8 +27,11 @@ from .board import from_lurd
 from .env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from .figures import board_sheet, length_histogram, line_chart, replay_strip
 from .records import BoardRow, DataError, read_board_file, read_rows
+from .release import (FLAG, NOT_WITH_CHECK, Release, ReleaseError, changelog_versions, pinned_release,
+                      release_to_pin)
+from .repository import ROOT
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = ROOT
 TEMPLATES = Path(__file__).resolve().parent / "card_templates"
 COMMAND = "python -m sokoban_tools.card"
 LOADING_SCRIPT = "sokoban_fairness.py"
@@ -35,7 +40,7 @@ RUNTIME_EXAMPLE = "examples/verl_agent_runtime.py"
 BENCHMARKS = "BENCHMARKS.md"
 BLOCK = re.compile(
     r"(# BEGIN PUBLISHED FILES \(written by `python -m sokoban_tools.card`; do not edit\)\n)"
-    r".*?(# END PUBLISHED FILES\n)",
+    r"(.*?)(# END PUBLISHED FILES\n)",
     re.S,
 )
 SPLITS = SPLIT_FILES  # config -> split -> data file, as the loading script reads them
@@ -65,17 +70,34 @@ def published_files(repo: Path) -> dict[str, dict]:
     return entries
 
 
-def loading_script(repo: Path, files: dict[str, dict]) -> bytes:
-    """The loading script with its PUBLISHED_FILES block rewritten from ``files``."""
+def _published_block(repo: Path) -> tuple[str, re.Match]:
+    """The loading script's text and its PUBLISHED FILES block."""
     text = (repo / LOADING_SCRIPT).read_text(encoding="utf-8")
-    lines = ["PUBLISHED_FILES = {"]
-    for name, entry in files.items():
+    block = BLOCK.search(text)
+    if not block:
+        raise ReleaseError(f"{repo / LOADING_SCRIPT}: the PUBLISHED FILES block is missing; restore it from git")
+    return text, block
+
+
+def loading_script(repo: Path, release: Release) -> bytes:
+    """The loading script with its PUBLISHED FILES block rewritten to pin ``release``."""
+    text, block = _published_block(repo)
+    lines = [f'RELEASE = "{release.version}"  # see the Changelog section of the dataset card',
+             "PUBLISHED_FILES = {"]
+    for name, entry in release.files.items():
         lines.append(f'    "{name}": {{"sha256": "{entry["sha256"]}", "rows": {entry["rows"]}, '
                      f'"bytes": {entry["bytes"]}}},')
     lines.append("}")
-    if not BLOCK.search(text):
-        raise SystemExit(f"{repo / LOADING_SCRIPT}: the PUBLISHED FILES block is missing; restore it from git")
-    return BLOCK.sub(lambda m: m.group(1) + "\n".join(lines) + "\n" + m.group(2), text).encode("utf-8")
+    return (text[:block.start(2)] + "\n".join(lines) + "\n" + text[block.end(2):]).encode("utf-8")
+
+
+def release_of(repo: Path, files: dict[str, dict], new_release: bool) -> Release:
+    """The release to pin for the data ``files`` now on disk: the pinned one, or with
+    ``new_release`` the changelog's new entry (:func:`release.release_to_pin`)."""
+    template = TEMPLATES / "README.md"
+    changelog = changelog_versions(template.read_text(encoding="utf-8"), template)
+    pinned = pinned_release(_published_block(repo)[1].group(2), repo / LOADING_SCRIPT)
+    return Release(release_to_pin(pinned, files, changelog, new_release, template), files)
 
 
 def front_matter(files: dict[str, dict]) -> str:
@@ -145,9 +167,10 @@ def _table(rows: list[list[object]]) -> str:
     return "\n".join("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)
 
 
-def card_values(repo: Path, files: dict[str, dict], summary: dict, validation: list[BoardRow]
+def card_values(repo: Path, release: Release, summary: dict, validation: list[BoardRow]
                 ) -> dict[str, object]:
     """Every figure the card templates name, read from the generated reports."""
+    files = release.files
     audit = _read_json(repo, "fairness/source-pool-summary.json")
     selection = _read_json(repo, "fairness/evaluation-256.selection.json")
     verification = _read_json(repo, "fairness/verification.json")
@@ -194,6 +217,7 @@ def card_values(repo: Path, files: dict[str, dict], summary: dict, validation: l
     benchmarks = repo / BENCHMARKS
     return {
         "protocol": selection["protocol"],
+        "release": release.version,
         "train_rows": _count(files[TRAIN_FILE]["rows"]),
         "validation_rows": _count(files[VALIDATION_FILE]["rows"]),
         "pool_rows": _count(files[POOL_FILE]["rows"]),
@@ -309,16 +333,18 @@ def outputs(repo: Path) -> list[Path]:
                                      "images/random-policy-success.png", "images/learning-curves.png")]
 
 
-def build(repo: Path = REPO) -> dict[Path, bytes]:
-    """The loading script, the dataset card and fairness/README.md as they should be."""
-    files = published_files(repo)
+def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
+    """The loading script, the dataset card and fairness/README.md as they should be;
+    :class:`ReleaseError` if the data files differ from the pinned release and
+    ``new_release`` does not declare a new one."""
+    release = release_of(repo, published_files(repo), new_release)
     summary = _read_json(repo, "fairness/summary.json")
     validation = read_rows(repo / VALIDATION_FILE)
     baselines = _read_json(repo, f"fairness/{BASELINES_FILE}")
     example = example_report(repo)
-    values = {**card_values(repo, files, summary, validation), **baselines_values(baselines),
+    values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
               **example_values(example)}
-    card = front_matter(files) + fill((TEMPLATES / "README.md").read_text(encoding="utf-8"), values)
+    card = front_matter(release.files) + fill((TEMPLATES / "README.md").read_text(encoding="utf-8"), values)
     data_readme = fill((TEMPLATES / "fairness-README.md").read_text(encoding="utf-8"), values)
     histograms = {
         f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
@@ -326,7 +352,7 @@ def build(repo: Path = REPO) -> dict[Path, bytes]:
     }
     first = validation[0]
     return dict(zip(outputs(repo), (
-        loading_script(repo, files),
+        loading_script(repo, release),
         card.encode("utf-8"),
         data_readme.encode("utf-8"),
         board_sheet(validation[:16]),
@@ -338,11 +364,20 @@ def build(repo: Path = REPO) -> dict[Path, bytes]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = command_line(COMMAND, __doc__.split("\n\n")[0]).parse_args(argv)
+    parser = command_line(COMMAND, __doc__.split("\n\n")[0])
+    parser.add_argument(FLAG, action="store_true",
+                        help="pin data files that differ from the pinned release as the new release "
+                             "named by the newest entry of the card's Changelog section")
+    args = parser.parse_args(argv)
+    if args.check and args.new_release:
+        parser.error(NOT_WITH_CHECK)
     if not ready(outputs(REPO), args.check):
         return 1
     try:
-        files = build()
+        files = build(new_release=args.new_release)
+    except ReleaseError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     except (DataError, OSError, KeyError, ValueError) as err:
         print(f"error: the card cannot be written from the reports ({type(err).__name__}: {err}); "
               f"regenerate them first with `python -m sokoban_tools reproduce`", file=sys.stderr)

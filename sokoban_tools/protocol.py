@@ -9,11 +9,12 @@ can re-run the selection with nothing installed.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
+
+from .repository import ROOT
 
 PROTOCOL = "sokoban-eval-256-v1"
 EVALUATION_SIZE = 256
-DATA_DIR = Path(__file__).resolve().parent.parent / "fairness"  # the published files
+DATA_DIR = ROOT / "fairness"  # the published files, in a clone
 EVALUATION_FILE = "evaluation.jsonl"  # in fairness/, written by select_evaluation_256.py
 # The selection's input, written by sokoban_tools.pools: the pool file, its name in the
 # generation audit, and the audit that records its SHA-256 and row count.

@@ -11,6 +11,7 @@ mirror or an old upload would.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -265,3 +266,32 @@ def test_the_runtime_refuses_boards_of_a_stale_revision(stale_hub, commits, tmp_
     result = run_client(PYTHON, _RUNTIME_BOARDS, {"repo": str(REPO), "revision": stale},
                         env=hub_env(stale_hub, tmp_path / "hf-home"))
     assert_names_the_pool(refusal(result["error"]))
+
+
+# ---------------------------------------------------------------------------
+# The card's snippets, as written, from a folder that is not the download's parent
+# ---------------------------------------------------------------------------
+
+def card_snippet(marker: str) -> str:
+    """The card's Python block that contains ``marker``."""
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / CARD).read_text(encoding="utf-8"), re.S)
+    return next(block for block in blocks if marker in block)
+
+
+SHOW_SPLITS = ("\nprint({split: part.num_rows for split, part in ds.items()}, "
+               "getattr(ds['validation'][0].get('image'), 'size', None))\n")
+
+
+@pytest.mark.parametrize("marker, python, shown", [
+    ('load_dataset(f"{path}/sokoban_fairness.py"', "3.6", "(96, 96)"),
+    ("base_path=path,", "current", "(96, 96)"),
+    ('base_path="hf://datasets/', "current", "None"),
+])
+def test_the_cards_download_snippets_run_as_written_from_any_folder(hub, python36, tmp_path, marker, python, shown):
+    elsewhere = tmp_path / "some" / "other" / "folder"
+    elsewhere.mkdir(parents=True)
+    env = {**hub_env(hub, tmp_path / "hf-home"), "HF_DATASETS_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([str(python36 if python == "3.6" else PYTHON), "-c", card_snippet(marker) + SHOW_SPLITS],
+                          cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "{'train': 5000, 'validation': 256} " + shown

@@ -51,7 +51,9 @@ POOL = "fairness/evaluation-pool-1000.jsonl"
 
 @dataclass(frozen=True)
 class Venv:
-    """A venv at ``REPO/<directory>`` holding ``requirements``; ``probe`` exits 0 once it does."""
+    """A venv at ``REPO/<directory>`` (or at ``directory`` itself when it is absolute, for
+    a venv that must live outside the clone) holding ``requirements``; ``probe`` exits 0
+    once it does."""
 
     directory: str
     requirements: tuple[str, ...]

@@ -1,0 +1,178 @@
+"""Installed as a trainer installs it: the wheel, in a venv outside the clone.
+
+The runtime (task loading, the environment, the sampler) must work from
+site-packages with the data passed by path, and every command that rewrites
+the published files must say in one line that it runs from a clone.
+
+The wheel's venv lives in the temporary folder, outside the clone, and holds
+the wheel's dependencies from pyproject.toml; it is built once (about a minute
+from the pip cache) and reused, and each run reinstalls the freshly built wheel
+into it and lets ``pip check`` confirm the dependencies still fit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+from conftest import REPO
+from sokoban_tools.artifacts import ready
+from sokoban_tools.repository import is_clone, outside_clone
+from sokoban_tools.sampler import TrainingSampler
+from sokoban_tools.tasks import EVALUATION_FILE, TRAIN_FILE, load_training
+from unavailable import unavailable
+from venvs import Venv, require_venv, run_client
+
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+DEPENDENCIES = tuple(PYPROJECT["project"]["dependencies"])
+WHEEL_VENV = Venv(
+    str(Path(tempfile.gettempdir()) / f"sokoban-fairness-wheel-{hashlib.sha256(bytes(REPO)).hexdigest()[:12]}"),
+    DEPENDENCIES,
+    "from importlib.metadata import version\n"
+    + "".join(f"version({Requirement(r).name!r})\n" for r in DEPENDENCIES),
+)
+# Each repository-bound command, as a user of the wheel would start it.
+COMMANDS = {
+    "reproduce": ["-m", "sokoban_tools", "reproduce"],
+    "pools": ["-m", "sokoban_tools.pools"],
+    "selector": ["-m", "select_evaluation_256"],
+    "summary": ["-m", "sokoban_tools.summary"],
+    "verify": ["-m", "sokoban_tools.verify", "--check"],
+    "card": ["-m", "sokoban_tools.card"],
+}
+SAMPLER = {"batch_size": 4, "rollout_n": 2, "seed": 11}
+
+
+# --- Outside a clone, without installing anything -------------------------------------
+
+def test_a_folder_is_a_clone_only_if_its_pyproject_names_the_project(tmp_path):
+    assert is_clone(REPO)
+    (tmp_path / "sokoban_fairness.py").write_text("")  # site-packages holds this module too
+    assert not is_clone(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "something-else"\n')
+    assert not is_clone(tmp_path)
+
+
+def test_outside_a_clone_the_default_paths_are_refused_but_explicit_ones_elsewhere_are_not(tmp_path):
+    site_packages = tmp_path / "site-packages"
+    message = outside_clone([site_packages / "fairness" / "summary.json"], root=site_packages)
+    assert message.startswith("this command runs from a clone of sokoban-fairness")
+    assert str(site_packages) in message and "pip install -e ." in message
+    assert outside_clone([tmp_path / "mine" / "summary.json"], root=site_packages) is None
+    assert outside_clone([REPO / "fairness" / "summary.json"], root=REPO) is None
+
+
+def test_ready_says_a_command_needs_a_clone_before_anything_else(tmp_path, monkeypatch, capsys):
+    import sokoban_tools.artifacts as artifacts
+
+    monkeypatch.setattr(artifacts, "outside_clone", lambda paths: outside_clone(paths, root=tmp_path))
+    (tmp_path / ".publish-journal.json").write_text("{}")  # would otherwise be reported
+    assert not ready([tmp_path / "summary.json"], check=True)
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: this command runs from a clone") and len(err.splitlines()) == 1
+
+
+# --- The wheel -----------------------------------------------------------------------
+
+def _run(step: list[str], what: str, cwd: Path | None = None) -> None:
+    done = subprocess.run(step, capture_output=True, text=True, cwd=cwd, timeout=600)
+    if done.returncode:
+        unavailable(f"{what} failed, so the installed package is untested: `{' '.join(step)}`\n"
+                    f"{(done.stdout + done.stderr)[-3000:]}")
+
+
+def _source_copy(directory: Path) -> Path:
+    """What the wheel is built from, copied out of the clone so no stale build/ of
+    the clone can leak into it: pyproject.toml, the readme, the packages and modules."""
+    tool = PYPROJECT["tool"]["setuptools"]
+    names = ["pyproject.toml", PYPROJECT["project"]["readme"], *(f"{m}.py" for m in tool["py-modules"])]
+    for name in names:
+        shutil.copyfile(REPO / name, directory / name)
+    for package in tool["packages"]:
+        shutil.copytree(REPO / package, directory / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The interpreter of the wheel's venv, with the wheel of the working tree installed."""
+    python = require_venv(WHEEL_VENV)
+    source = _source_copy(tmp_path_factory.mktemp("wheel-source"))
+    dist = tmp_path_factory.mktemp("dist")
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(source)],
+         "building the wheel")
+    wheel = str(next(dist.glob("*.whl")))
+    _run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", wheel],
+         "installing the wheel")
+    _run([str(python), "-m", "pip", "check"], "pip check of the wheel's dependencies")
+    return python
+
+
+@pytest.fixture
+def elsewhere(tmp_path) -> Path:
+    """A working folder outside the clone."""
+    folder = tmp_path / "trainer"
+    folder.mkdir()
+    return folder
+
+
+@pytest.mark.slow
+def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, elsewhere):
+    data = elsewhere / "data"
+    for name in (EVALUATION_FILE, TRAIN_FILE):
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / name, data / name)
+    result = run_client(installed, '''
+    import os
+    os.chdir(ARGS["cwd"])  # a trainer's folder: no clone on the path
+    import sokoban_tools
+    from sokoban_tools.board import from_lurd
+    from sokoban_tools.env import FairSokobanEnv
+    from sokoban_tools.sampler import TrainingSampler, validation_chunks
+    from sokoban_tools.tasks import load_evaluation, load_training
+
+    boards = load_evaluation(ARGS["evaluation"])
+    row = boards[0]
+    env = FairSokobanEnv()
+    observation, info = env.reset(row)
+    for action in from_lurd(row.shortest_solution):
+        observation, reward, done, info = env.step(action)
+    training = [r.task_id for r in load_training(ARGS["train"])]
+    batch = TrainingSampler(training, **ARGS["sampler"]).next_batch()
+    report({
+        "package": os.path.dirname(sokoban_tools.__file__),
+        "rows": len(boards),
+        "won": info["won"], "done": done, "image": list(observation.image.shape),
+        "batch": list(batch.task_ids),
+        "chunks": [len(chunk.task_ids) for chunk in validation_chunks([r.task_id for r in boards], 128)],
+        "templates": sorted(os.listdir(os.path.join(os.path.dirname(sokoban_tools.__file__), "card_templates"))),
+    })
+    ''', {"cwd": elsewhere, "evaluation": data / EVALUATION_FILE, "train": data / TRAIN_FILE, "sampler": SAMPLER})
+    assert Path(result["package"]).parent.name == "site-packages"
+    assert not Path(result["package"]).is_relative_to(REPO)
+    assert result["rows"] == 256 and result["won"] and result["done"] and result["image"] == [96, 96, 3]
+    expected = TrainingSampler([r.task_id for r in load_training(REPO / TRAIN_FILE)], **SAMPLER).next_batch()
+    assert result["batch"] == list(expected.task_ids)  # the same draws as in the clone
+    assert result["chunks"] == [128, 128]
+    assert result["templates"] == sorted(p.name for p in (REPO / "sokoban_tools" / "card_templates").iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_repository_bound_command_says_in_one_line_that_it_runs_from_a_clone(installed, elsewhere, command):
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run([str(installed), *COMMANDS[command]], cwd=elsewhere, capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "runs from a clone of sokoban-fairness" in done.stderr and "pip install -e ." in done.stderr
+    assert not list(elsewhere.iterdir())  # wrote nothing
