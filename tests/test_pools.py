@@ -1,17 +1,20 @@
 """The frozen pools: what every row promises, what the audit says, and that seeds rebuild them."""
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
 from conftest import DATA_DIR, REPO
 from sokoban_tools.artifacts import publish, sha256_file
 from sokoban_tools.board import from_lurd, play
-from sokoban_tools.pools import AUDIT_FILE, POOLS, SOURCE_POOL, TRAIN
+from sokoban_tools.generator import GeneratorConfig
+from sokoban_tools.pools import AUDIT_FILE, POOLS, SOURCE_POOL, TRAIN, candidate_stream, scan_pool
 from sokoban_tools.protocol import stratum_of
 from sokoban_tools.records import ROW_KEYS
 from sokoban_tools.solver import shortest_solution
@@ -92,6 +95,20 @@ def test_pools__regenerate_byte_identically_in_a_fresh_process_with_another_hash
                    cwd=REPO, env=env, check=True, capture_output=True)
     for name in (TRAIN.file, SOURCE_POOL.file, AUDIT_FILE):
         assert (tmp_path / name).read_bytes() == (DATA_DIR / name).read_bytes(), name
+
+
+def test_scan__two_worker_processes_accept_what_one_process_accepts(train_rows):
+    # Small enough to be quick, large enough to span several blocks per worker,
+    # duplicates and the first rejected seed, 3248.
+    spec = dataclasses.replace(TRAIN, size=1650)
+    config = GeneratorConfig()
+    alone = scan_pool(spec, {}, candidate_stream(spec.first_seed, config))
+    with ProcessPoolExecutor(2) as executor:
+        shared = scan_pool(spec, {}, candidate_stream(spec.first_seed, config, executor, blocks_ahead=4))
+    assert shared.lines == alone.lines == [row.line for row in train_rows[:spec.size]]
+    assert (shared.last_seed, shared.rejections, shared.duplicates) == (
+        alone.last_seed, alone.rejections, alone.duplicates)
+    assert alone.rejections and alone.duplicates["within_pool"] > 0
 
 
 def test_check__names_the_file_and_first_differing_line(tmp_path, capsys):
