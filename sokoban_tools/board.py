@@ -98,7 +98,7 @@ class Board:
         br, bc = self.box
         rows[br][bc] = BOX_ON_TARGET if self.room_fixed[br][bc] == TARGET else BOX
         rows[self.player[0]][self.player[1]] = PLAYER
-        return as_grid(rows)
+        return tuple(map(tuple, rows))
 
     def xsb(self) -> str:
         """XSB text: ``#`` wall, space floor, ``.`` goal, ``$`` box, ``*`` box on goal,
@@ -197,19 +197,21 @@ def _layout_of_walls(walls: Grid) -> Layout:
     probe = Board(walls, (0, 0), (0, 0))
     stride = probe.width + 1
     coords = tuple(divmod(cell, stride) for cell in range(probe.height * stride))
-    is_open = [probe.is_open(cell) for cell in coords]
+    # Openness of every cell, with two rows of closed cells before and after so
+    # that a step (or two) off the top or bottom edge reads as closed.
+    margin = 2 * stride
+    is_open = [False] * margin + [probe.is_open(rc) for rc in coords] + [False] * margin
     offsets = [(action, DELTAS[action][0] * stride + DELTAS[action][1]) for action in ACTIONS]
-
-    def open_cell(cell: int) -> bool:
-        return 0 <= cell < len(coords) and is_open[cell]
-
-    exits = tuple(
-        tuple((action, cell + step, cell + 2 * step if open_cell(cell + 2 * step) else -1, cell - step)
-              for action, step in offsets if open_cell(cell + step))
-        if is_open[cell] else ()
-        for cell in range(len(coords))
-    )
-    return Layout(stride, exits, coords)
+    exits = []
+    for cell in range(len(coords)):
+        found = []
+        if is_open[margin + cell]:
+            for action, step in offsets:
+                if is_open[margin + cell + step]:
+                    beyond = cell + 2 * step if is_open[margin + cell + 2 * step] else -1
+                    found.append((action, cell + step, beyond, cell - step))
+        exits.append(tuple(found))
+    return Layout(stride, tuple(exits), coords)
 
 
 def play(board: Board, actions: Sequence[int]) -> list[tuple[Board, str]]:

@@ -18,7 +18,6 @@ was solvable, and so is every rotation or reflection of it.
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 import time
 from collections import Counter, deque
@@ -228,11 +227,6 @@ def audit(scans: list[PoolScan], config: GeneratorConfig) -> dict:
     }
 
 
-def default_workers() -> int:
-    """The CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def build(data_dir: Path = DATA_DIR, config: GeneratorConfig = GeneratorConfig(), workers: int = 1
           ) -> tuple[list[PoolScan], dict[Path, bytes]]:
     """Scan both pools with ``workers`` generating processes (1: this process
@@ -259,12 +253,9 @@ def main(argv: list[str] | None = None) -> int:
         "Regenerate the 5,000-board training pool, the 1,000-board source pool and their "
         "generation audit (fairness/source-pool-summary.json) from seeds.",
         data_dir=DATA_DIR,
+        workers=True,
     )
-    parser.add_argument("--workers", type=int, default=default_workers(),
-                        help="processes generating seeds (default: one per CPU); the files do not depend on it")
     args = parser.parse_args(argv)
-    if args.workers < 1:
-        parser.error(f"--workers must be at least 1, not {args.workers}")
     started = time.perf_counter()
     scans, files = build(args.data_dir, workers=args.workers)
     ok = publish(files, args.check, COMMAND)
