@@ -194,13 +194,13 @@ def layout(room_fixed: Grid) -> Layout:
 
 @lru_cache(maxsize=4096)
 def _layout_of_walls(walls: Grid) -> Layout:
-    probe = Board(walls, (0, 0), (0, 0))
-    stride = probe.width + 1
-    coords = tuple(divmod(cell, stride) for cell in range(probe.height * stride))
-    # Openness of every cell, with two rows of closed cells before and after so
-    # that a step (or two) off the top or bottom edge reads as closed.
+    stride = len(walls[0]) + 1
+    coords = tuple(divmod(cell, stride) for cell in range(len(walls) * stride))
+    # Board.is_open of every cell (the spare column is closed), with two rows of
+    # closed cells before and after, so that a step or two off the top or
+    # bottom edge reads as closed.
     margin = 2 * stride
-    is_open = [False] * margin + [probe.is_open(rc) for rc in coords] + [False] * margin
+    is_open = [False] * margin + [code != WALL for row in walls for code in (*row, WALL)] + [False] * margin
     offsets = [(action, DELTAS[action][0] * stride + DELTAS[action][1]) for action in ACTIONS]
     exits = []
     for cell in range(len(coords)):
@@ -212,6 +212,12 @@ def _layout_of_walls(walls: Grid) -> Layout:
                     found.append((action, cell + step, beyond, cell - step))
         exits.append(tuple(found))
     return Layout(stride, tuple(exits), coords)
+
+
+def forget_layouts() -> None:
+    """Empty the layout caches, so that a timing starts as a fresh process does."""
+    layout.cache_clear()
+    _layout_of_walls.cache_clear()
 
 
 def play(board: Board, actions: Sequence[int]) -> list[tuple[Board, str]]:

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .board import FLOOR, TARGET, WALL, Board, Grid, Layout, layout
+from .board import FLOOR, TARGET, WALL, Board, Grid, Layout, forget_layouts, layout
 
 # Walk directions of the topology generator, in the original's order.
 TOPOLOGY_DIRECTIONS = ((1, 0), (0, 1), (-1, 0), (0, -1))
@@ -99,8 +99,8 @@ def generate(seed: int, config: GeneratorConfig = GeneratorConfig()) -> Board | 
     height, width = config.dim_room
     for _ in range(config.tries):
         level = _topology(py_rng, config)
-        walls = _grid(level, height, width)
-        floor = [cell for cell, code in enumerate(level) if code == FLOOR]
+        walls, room, floor = _shape(bytes(level), height, width)
+        floor = list(floor)
         if len(floor) <= 2:
             return Rejection(
                 seed, f"Not enough free spots (#{len(floor)}) to place 1 player and 1 boxes."
@@ -112,7 +112,6 @@ def generate(seed: int, config: GeneratorConfig = GeneratorConfig()) -> Board | 
             break
     else:
         return Rejection(seed, NO_SCORE_MESSAGE)
-    room = layout(walls)
     (box_row, box_col), (target_row, target_col) = room.coords[box], room.coords[target]
     displacement = abs(box_row - target_row) + abs(box_col - target_col)
     player = _random_walk(py_rng, room, player, box, config, one_cell=displacement == 1)
@@ -120,7 +119,24 @@ def generate(seed: int, config: GeneratorConfig = GeneratorConfig()) -> Board | 
     return Board(_grid(level, height, width), room.coords[player], room.coords[box])
 
 
-def _grid(level: bytearray, height: int, width: int) -> Grid:
+def forget_rooms() -> None:
+    """Empty the caches of room shapes and searches, so that a timing starts as
+    a fresh process does."""
+    _shape.cache_clear()
+    _reverse_play.cache_clear()
+    _distances.cache_clear()
+    forget_layouts()
+
+
+@lru_cache(maxsize=1 << 14)
+def _shape(level: bytes, height: int, width: int) -> tuple[Grid, Layout, tuple[int, ...]]:
+    """A topology's rows, layout and floor cells in row order (the few thousand
+    shapes recur across seeds, so each is derived once)."""
+    walls = _grid(level, height, width)
+    return walls, layout(walls), tuple(cell for cell, code in enumerate(level) if code == FLOOR)
+
+
+def _grid(level: bytes | bytearray, height: int, width: int) -> Grid:
     """The rows of a flat room whose rows are ``width + 1`` cells apart, as in :class:`Layout`."""
     return tuple(tuple(level[r * (width + 1):r * (width + 1) + width]) for r in range(height))
 
