@@ -194,13 +194,14 @@ def layout(room_fixed: Grid) -> Layout:
 
 @lru_cache(maxsize=4096)
 def _layout_of_walls(walls: Grid) -> Layout:
-    stride = len(walls[0]) + 1
-    coords = tuple(divmod(cell, stride) for cell in range(len(walls) * stride))
-    # Board.is_open of every cell (the spare column is closed), with two rows of
-    # closed cells before and after, so that a step or two off the top or
-    # bottom edge reads as closed.
+    probe = Board(walls, (0, 0), (0, 0))
+    stride = probe.width + 1
+    coords = tuple(divmod(cell, stride) for cell in range(probe.height * stride))
+    # Board.is_open of every cell (the spare column is outside the room), with
+    # two rows of closed cells before and after, so that a step or two off the
+    # top or bottom edge reads as closed.
     margin = 2 * stride
-    is_open = [False] * margin + [code != WALL for row in walls for code in (*row, WALL)] + [False] * margin
+    is_open = [False] * margin + [probe.is_open(rc) for rc in coords] + [False] * margin
     offsets = [(action, DELTAS[action][0] * stride + DELTAS[action][1]) for action in ACTIONS]
     exits = []
     for cell in range(len(coords)):
