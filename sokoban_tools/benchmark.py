@@ -155,13 +155,21 @@ def measure() -> list[tuple[str, str, str, str]]:
     return table
 
 
-def report(table: list[tuple[str, str, str, str]]) -> str:
-    """BENCHMARKS.md: a title line, a blank line, then what the card quotes."""
+def _load_average() -> str:
+    return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "unknown"
+
+
+def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str:
+    """BENCHMARKS.md: a title line, a blank line, then what the card quotes.
+
+    ``load`` is the machine's 1-minute load average before and after measuring:
+    other work on the machine slows the wall times most."""
     lines = [
         "# Benchmarks",
         "",
         f"Measured with `python -m sokoban_tools benchmark --write` on {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}. The original is verl-agent's generator and solver "
+        f"Python {platform.python_version()}, load average {load[0]} before and {load[1]} after. "
+        "The original is verl-agent's generator and solver "
         "(gym-sokoban's room functions driven as verl-agent drives them, `sokoban_tools/original.py`), "
         "checked to make the same boards and solutions.",
         "",
@@ -177,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true",
                         help="write the figures to BENCHMARKS.md and rewrite the card, which quotes them")
     args = parser.parse_args(argv)
-    text = report(measure())
+    before = _load_average()
+    table = measure()
+    text = report(table, (before, _load_average()))
     print(text)
     if not args.write:
         return 0

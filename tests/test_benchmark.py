@@ -26,6 +26,7 @@ def test_benchmark__prints_the_figures_and_writes_nothing_unless_asked(monkeypat
     assert benchmark.main(["--write"]) == 0
     written = (tmp_path / benchmark.card.BENCHMARKS).read_text(encoding="utf-8")
     assert written.startswith("# Benchmarks\n\n") and "| generator, per seed | 0.1 ms |" in written
+    assert "load average" in written
     assert rewrites == [[]]
 
 
