@@ -133,7 +133,10 @@ def _shape(level: bytes, height: int, width: int) -> tuple[Grid, Layout, tuple[i
     """A topology's rows, layout and floor cells in row order (the few thousand
     shapes recur across seeds, so each is derived once)."""
     walls = _grid(level, height, width)
-    return walls, layout(walls), tuple(cell for cell, code in enumerate(level) if code == FLOOR)
+    room = layout(walls)
+    if room.stride != width + 1:
+        raise AssertionError("the topology's flat cells must be the layout's")
+    return walls, room, tuple(cell for cell, code in enumerate(level) if code == FLOOR)
 
 
 def _grid(level: bytes | bytearray, height: int, width: int) -> Grid:
