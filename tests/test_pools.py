@@ -9,6 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from conftest import DATA_DIR
+from sokoban_tools import pools
 from sokoban_tools.artifacts import publish, sha256_file
 from sokoban_tools.board import from_lurd, play
 from sokoban_tools.generator import GeneratorConfig
@@ -119,3 +120,11 @@ def test_check__names_the_file_and_first_differing_line(tmp_path, capsys):
     assert not publish({target: good}, check=True, command="make it")
     assert "missing" in capsys.readouterr().err
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_workers__must_be_a_whole_number_of_processes(capsys):
+    for bad in ("0", "two"):
+        with pytest.raises(SystemExit) as stop:
+            pools.main(["--check", "--workers", bad])
+        assert stop.value.code == 2
+        assert "at least 1" in capsys.readouterr().err
