@@ -253,25 +253,34 @@ def verify_rows(first_line: int, rows: list[BoardRow]) -> list[BoardResult]:
     return [verify_board(row, line, reader)[0] for line, row in enumerate(rows, start=first_line)]
 
 
-def verify_file(data_dir: Path, name: str, file: str, executor: Executor | None,
-                timings: Timings) -> tuple[list[BoardRow], FileResult]:
-    """Read one board file and run the per-board checks on every row."""
-    path = data_dir / file
-    started = time.perf_counter()
-    data, rows = read_board_file(path)
-    timings.read += time.perf_counter() - started
-    started = time.perf_counter()
-    starts = range(0, len(rows), BLOCK_ROWS)
-    run = map if executor is None else executor.map
-    done = run(verify_rows, [start + 1 for start in starts], [rows[start:start + BLOCK_ROWS] for start in starts])
-    boards = [result for block in done for result in block]
-    digest = hashlib.sha256()
-    for result in boards:
-        digest.update(bytes.fromhex(result.frames_sha256))
-    timings.boards += len(boards)
-    timings.frames += sum(result.frames for result in boards)
-    timings.replay += time.perf_counter() - started
-    return rows, FileResult(name, f"fairness/{file}", sha256_bytes(data), boards, digest.hexdigest())
+def verify_files(data_dir: Path, executor: Executor | None, timings: Timings
+                 ) -> list[tuple[list[BoardRow], FileResult]]:
+    """Read every board file and run the per-board checks on every row. Each
+    file's blocks go to the workers as soon as it is read, so that reading the
+    next file overlaps checking this one."""
+    started, reading = time.perf_counter(), 0.0
+    read = []
+    for name, file in (TRAIN, SOURCE_POOL, VALIDATION):
+        opened = time.perf_counter()
+        data, rows = read_board_file(data_dir / file)
+        reading += time.perf_counter() - opened
+        blocks = [(start + 1, rows[start:start + BLOCK_ROWS]) for start in range(0, len(rows), BLOCK_ROWS)]
+        futures = [executor.submit(verify_rows, *block) for block in blocks] if executor else None
+        read.append((name, file, data, rows, blocks, futures))
+    verified = []
+    for name, file, data, rows, blocks, futures in read:
+        done = (future.result() for future in futures) if futures is not None else (
+            verify_rows(*block) for block in blocks)
+        boards = [result for block in done for result in block]
+        digest = hashlib.sha256()
+        for result in boards:
+            digest.update(bytes.fromhex(result.frames_sha256))
+        timings.boards += len(boards)
+        timings.frames += sum(result.frames for result in boards)
+        verified.append((rows, FileResult(name, f"fairness/{file}", sha256_bytes(data), boards, digest.hexdigest())))
+    timings.read += reading
+    timings.replay += time.perf_counter() - started - reading
+    return verified
 
 
 def check_uniqueness(scope: list[tuple[list[BoardRow], FileResult]], checked: set[str],
@@ -376,8 +385,7 @@ def build(data_dir: Path = DATA_DIR, timings: Timings | None = None, workers: in
     timings = timings if timings is not None else Timings()
     executor = ProcessPoolExecutor(workers) if workers > 1 else None
     try:
-        train, pool, validation = (verify_file(data_dir, name, file, executor, timings)
-                                   for name, file in (TRAIN, SOURCE_POOL, VALIDATION))
+        train, pool, validation = verify_files(data_dir, executor, timings)
     finally:
         if executor is not None:
             executor.shutdown(cancel_futures=True)
