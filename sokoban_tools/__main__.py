@@ -4,7 +4,8 @@
     python -m sokoban_tools reproduce --check   # regenerate in memory, fail on any difference
     python -m sokoban_tools reproduce --new-release   # rewrite everything; changed data files
                                                       # become the release the card's changelog names
-    python -m sokoban_tools benchmark           # time the pipeline, write BENCHMARKS.md and the card
+    python -m sokoban_tools benchmark           # time the pipeline and print the figures
+    python -m sokoban_tools benchmark --write   # ... and write them to BENCHMARKS.md and the card
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import subprocess
 import sys
 import time
 
-from . import benchmark
 from .artifacts import clear_interrupted_writes
 from .release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 from .repository import ROOT, outside_clone
@@ -65,10 +65,17 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(NEW_RELEASE, action="store_true",
                      help="allow published data files to change, as the new release named by the newest "
                           "entry of the card's Changelog section (without it a changed data file is an error)")
-    commands.add_parser("benchmark", help="time the pipeline and loading; write BENCHMARKS.md and the card")
-    args = parser.parse_args(argv)
+    commands.add_parser("benchmark", add_help=False,
+                        help="time the pipeline and loading; --write puts the figures in BENCHMARKS.md and the card")
+    args, rest = parser.parse_known_args(argv)
     if args.command == "benchmark":
-        return benchmark.main()
+        # Imported here: it loads the datasets library, the card and the verifier,
+        # which reproducing does not need in this process.
+        from . import benchmark
+
+        return benchmark.main(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.check and args.new_release:
         run.error(NOT_WITH_CHECK)
     return reproduce(args.check, args.new_release)

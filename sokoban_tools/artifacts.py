@@ -197,9 +197,22 @@ def first_difference(expected: bytes, actual: bytes) -> int:
     return min(expected.count(b"\n"), actual.count(b"\n")) + 1
 
 
-def command_line(prog: str, description: str, data_dir: Path | None = None) -> argparse.ArgumentParser:
-    """The options every generating command shares: ``--check``, and ``--data-dir``
-    (default ``data_dir``) for commands that read and write ``fairness/``."""
+def default_workers() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _workers(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes, at least 1, not {text!r}")
+    return int(text)
+
+
+def command_line(prog: str, description: str, data_dir: Path | None = None,
+                 workers: bool = False) -> argparse.ArgumentParser:
+    """The options every generating command shares: ``--check``, ``--data-dir``
+    (default ``data_dir``) for commands that read and write ``fairness/``, and
+    ``--workers`` for commands that spread their work over processes."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--check", action="store_true",
                         help="regenerate in memory and fail, naming the first differing line, "
@@ -207,6 +220,9 @@ def command_line(prog: str, description: str, data_dir: Path | None = None) -> a
     if data_dir is not None:
         parser.add_argument("--data-dir", type=Path, default=data_dir,
                             help="folder of the published files (default: the repository's fairness/)")
+    if workers:
+        parser.add_argument("--workers", type=_workers, default=default_workers(),
+                            help="processes to use (default: one per CPU); the output does not depend on it")
     return parser
 
 

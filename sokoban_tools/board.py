@@ -1,7 +1,9 @@
 """The rules of one-box Sokoban, in gym-sokoban's board codes.
 
-Every other module (solver, symmetry, generator, verification, runtime) plays
-through :class:`Board` so that there is exactly one definition of a legal move.
+This module is the one definition of a legal move: :class:`Layout` derives a
+room's steps from :data:`DELTAS` and :meth:`Board.is_open`, and
+:meth:`Layout.moves` applies the walk/push rule on flat cell indices. Board
+play (:meth:`Board.move`), the solver and the generator all move through it.
 
 Codes, as in gym-sokoban and verl-agent:
 
@@ -15,6 +17,7 @@ Actions are numbered as in verl-agent: 1 up, 2 down, 3 left, 4 right.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 WALL, FLOOR, TARGET, BOX_ON_TARGET, BOX, PLAYER = 0, 1, 2, 3, 4, 5
@@ -106,15 +109,12 @@ class Board:
         target; otherwise the player walks onto a free floor or target cell;
         otherwise nothing changes.
         """
-        dr, dc = DELTAS[action]
-        ahead = (self.player[0] + dr, self.player[1] + dc)
-        if ahead == self.box:
-            beyond = (ahead[0] + dr, ahead[1] + dc)
-            if self.is_open(beyond):
-                return Board(self.room_fixed, ahead, beyond), "push"
-            return self, "none"
-        if self.is_open(ahead):
-            return Board(self.room_fixed, ahead, self.box), "walk"
+        if action not in DELTAS:
+            raise ValueError(f"action {action!r} is not one of {ACTIONS}")
+        room = layout(self.room_fixed)
+        for moved, player, box, pushed in room.moves(room.cell(self.player), room.cell(self.box)):
+            if moved == action:
+                return Board(self.room_fixed, room.coords[player], room.coords[box]), "push" if pushed else "walk"
         return self, "none"
 
     def room_state(self) -> Grid:
@@ -123,23 +123,16 @@ class Board:
         br, bc = self.box
         rows[br][bc] = BOX_ON_TARGET if self.room_fixed[br][bc] == TARGET else BOX
         rows[self.player[0]][self.player[1]] = PLAYER
-        return as_grid(rows)
+        return tuple(map(tuple, rows))
 
     def xsb(self) -> str:
         """XSB text: ``#`` wall, space floor, ``.`` goal, ``$`` box, ``*`` box on goal,
         ``@`` player, ``+`` player on goal; rows joined by ``\\n``."""
-        lines = []
-        for r, row in enumerate(self.room_fixed):
-            chars = []
-            for c, fixed in enumerate(row):
-                if (r, c) == self.player:
-                    chars.append("+" if fixed == TARGET else "@")
-                elif (r, c) == self.box:
-                    chars.append("*" if fixed == TARGET else "$")
-                else:
-                    chars.append(XSB_CHARS[fixed])
-            lines.append("".join(chars))
-        return "\n".join(lines)
+        rows = [[XSB_CHARS[code] for code in row] for row in self.room_fixed]
+        (pr, pc), (br, bc) = self.player, self.box
+        rows[br][bc] = XSB_CHARS[BOX_ON_TARGET if self.room_fixed[br][bc] == TARGET else BOX]
+        rows[pr][pc] = "+" if self.room_fixed[pr][pc] == TARGET else "@"
+        return "\n".join(map("".join, rows))
 
     @classmethod
     def from_rooms(cls, room_fixed: Sequence[Sequence[int]], room_state: Sequence[Sequence[int]]) -> "Board":
@@ -187,6 +180,70 @@ class Board:
             fixed.append([codes[ch][0] for ch in line])
             state.append([codes[ch][1] for ch in line])
         return cls.from_rooms(fixed, state)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A room's cells as flat indices ``row * stride + column`` with every step
+    precomputed, for the search loops that visit thousands of positions.
+
+    ``stride`` is the width plus one spare column that is never open, so no
+    step wraps round an edge. ``exits[cell]`` lists, in :data:`ACTIONS` order,
+    ``(action, ahead, beyond, behind)`` for each action whose ``ahead`` cell is
+    open; ``beyond`` (one further) is ``-1`` when it is not open, and
+    ``behind`` is the cell on the other side of ``cell``, where the generator's
+    reverse play pulls a box from.
+    """
+
+    stride: int
+    exits: tuple[tuple[tuple[int, int, int, int], ...], ...]
+    coords: tuple[Cell, ...]
+
+    def cell(self, coords: Cell) -> int:
+        return coords[0] * self.stride + coords[1]
+
+    def moves(self, player: int, box: int) -> list[tuple[int, int, int, bool]]:
+        """The legal moves, in :data:`ACTIONS` order, as ``(action, player, box,
+        pushed)``: the player steps onto an open cell; if the box is there it
+        is pushed one further, which must be open."""
+        return [(action, ahead, box, False) if ahead != box else (action, ahead, beyond, True)
+                for action, ahead, beyond, _ in self.exits[player] if ahead != box or beyond >= 0]
+
+
+@lru_cache(maxsize=8192)
+def layout(room_fixed: Grid) -> Layout:
+    """The :class:`Layout` of a room. Only walls matter, and rooms repeat (the
+    generator makes a few thousand shapes), so each shape is derived once."""
+    return _layout_of_walls(tuple(tuple(FLOOR if code != WALL else WALL for code in row) for row in room_fixed))
+
+
+@lru_cache(maxsize=4096)
+def _layout_of_walls(walls: Grid) -> Layout:
+    probe = Board(walls, (0, 0), (0, 0))
+    stride = probe.width + 1
+    coords = tuple(divmod(cell, stride) for cell in range(probe.height * stride))
+    # Board.is_open of every cell (the spare column is outside the room), with
+    # two rows of closed cells before and after, so that a step or two off the
+    # top or bottom edge reads as closed.
+    margin = 2 * stride
+    is_open = [False] * margin + [probe.is_open(rc) for rc in coords] + [False] * margin
+    offsets = [(action, DELTAS[action][0] * stride + DELTAS[action][1]) for action in ACTIONS]
+    exits = []
+    for cell in range(len(coords)):
+        found = []
+        if is_open[margin + cell]:
+            for action, step in offsets:
+                if is_open[margin + cell + step]:
+                    beyond = cell + 2 * step if is_open[margin + cell + 2 * step] else -1
+                    found.append((action, cell + step, beyond, cell - step))
+        exits.append(tuple(found))
+    return Layout(stride, tuple(exits), coords)
+
+
+def forget_layouts() -> None:
+    """Empty the layout caches, so that a timing starts as a fresh process does."""
+    layout.cache_clear()
+    _layout_of_walls.cache_clear()
 
 
 def play(board: Board, actions: Sequence[int]) -> list[tuple[Board, str]]:

@@ -6,11 +6,14 @@ box starts on what becomes its target), a depth-limited reverse-play search
 that pulls the box as far from its target as it can, and a short random walk
 of the player. This module follows the same algorithm and consumes the same
 random numbers in the same order, but from RNG objects it owns
-(``random.Random(seed)`` and ``numpy.random.RandomState(seed)`` produce the
-streams those global seeds produce), so it never touches global state.
+(``random.Random`` and ``numpy.random.RandomState`` seeded with ``seed``
+produce the streams those global seeds produce), so it never touches global
+state.
 
 Only one box is supported: that is the configuration the dataset is built
-with, and it lets the search state be two cells instead of a whole grid.
+with, and it lets the search state be two cells instead of a whole grid. The
+searches move on the flat cell indices of :func:`board.layout`, the rules'
+one definition of a step.
 
 Where the original raises, :func:`generate` returns a :class:`Rejection`. The
 original environment then retries with ``abs(hash(str(seed))) % 2**32``, which
@@ -21,11 +24,13 @@ that, so it records the seed as rejected instead.
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from .board import FLOOR, TARGET, WALL, Board, as_grid
+from .board import FLOOR, TARGET, WALL, Board, Grid, Layout, forget_layouts, layout
 
 # Walk directions of the topology generator, in the original's order.
 TOPOLOGY_DIRECTIONS = ((1, 0), (0, 1), (-1, 0), (0, -1))
@@ -38,8 +43,6 @@ TOPOLOGY_MASKS = (
     ((1, 0), (1, 1), (2, 0), (2, 1)),
     ((1, 1), (1, 2), (2, 1)),
 )
-# Reverse-play and player-walk directions: up, down, left, right.
-MOVES = ((-1, 0), (1, 0), (0, -1), (0, 1))
 # The original stops its reverse search after this many explored states.
 MAX_EXPLORED_STATES = 300_000
 NO_SCORE_MESSAGE = "Generated Model with score == 0"
@@ -74,108 +77,191 @@ class Rejection:
     reason: str
 
 
+# One numpy RNG per thread, re-seeded for every seed: constructing a
+# RandomState first seeds it from OS entropy, which costs more than a whole room.
+_numpy_rngs = threading.local()
+
+
+def _numpy_rng(seed: int) -> np.random.RandomState:
+    rng = getattr(_numpy_rngs, "rng", None)
+    if rng is None:
+        rng = _numpy_rngs.rng = np.random.RandomState()
+    rng.seed(seed)
+    return rng
+
+
 def generate(seed: int, config: GeneratorConfig = GeneratorConfig()) -> Board | Rejection:
     """The initial board verl-agent generates for ``seed``, or why it generates none."""
     if config.num_boxes != 1:
         raise ValueError("only one-box rooms are supported")
     py_rng = random.Random(seed)
-    np_rng = np.random.RandomState(seed)
-    best = None
+    np_rng = _numpy_rng(seed)
+    height, width = config.dim_room
     for _ in range(config.tries):
-        room = _topology(py_rng, config)
-        floor = [(r, c) for r, row in enumerate(room) for c, v in enumerate(row) if v == FLOOR]
+        level = _topology(py_rng, config)
+        walls, room, floor = _shape(bytes(level), height, width)
+        floor = list(floor)
         if len(floor) <= 2:
             return Rejection(
                 seed, f"Not enough free spots (#{len(floor)}) to place 1 player and 1 boxes."
             )
         player = floor.pop(np_rng.randint(len(floor)))
         target = floor[np_rng.randint(len(floor))]
-        room[target[0]][target[1]] = TARGET
-        best, score = _reverse_play(as_grid(room), player, target, config.search_depth)
+        score, player, box = _reverse_play(walls, player, target, config.search_depth)
         if score > 0:
             break
     else:
         return Rejection(seed, NO_SCORE_MESSAGE)
-    displacement = abs(best.box[0] - target[0]) + abs(best.box[1] - target[1])
-    return _random_walk(py_rng, best, config, one_cell=displacement == 1)
+    (box_row, box_col), (target_row, target_col) = room.coords[box], room.coords[target]
+    displacement = abs(box_row - target_row) + abs(box_col - target_col)
+    player = _random_walk(py_rng, room, player, box, config, one_cell=displacement == 1)
+    level[target] = TARGET
+    return Board(_grid(level, height, width), room.coords[player], room.coords[box])
 
 
-def _topology(rng: random.Random, config: GeneratorConfig) -> list[list[int]]:
-    """Walls and floor from a random walk that stamps floor masks."""
+def forget_rooms() -> None:
+    """Empty the caches of room shapes and searches, so that a timing starts as
+    a fresh process does."""
+    _shape.cache_clear()
+    _reverse_play.cache_clear()
+    _distances.cache_clear()
+    forget_layouts()
+
+
+@lru_cache(maxsize=1 << 14)
+def _shape(level: bytes, height: int, width: int) -> tuple[Grid, Layout, tuple[int, ...]]:
+    """A topology's rows, layout and floor cells in row order (the few thousand
+    shapes recur across seeds, so each is derived once)."""
+    walls = _grid(level, height, width)
+    room = layout(walls)
+    if room.stride != width + 1:
+        raise AssertionError("the topology's flat cells must be the layout's")
+    return walls, room, tuple(cell for cell, code in enumerate(level) if code == FLOOR)
+
+
+def _grid(level: bytes | bytearray, height: int, width: int) -> Grid:
+    """The rows of a flat room whose rows are ``width + 1`` cells apart, as in :class:`Layout`."""
+    return tuple(tuple(level[r * (width + 1):r * (width + 1) + width]) for r in range(height))
+
+
+@lru_cache(maxsize=None)
+def _walk_tables(height: int, width: int) -> tuple[tuple, tuple]:
+    """The topology walk precomputed on flat cells (``Layout``'s numbering):
+    for each walk direction, every cell's next cell, kept off the border; for
+    every cell, the inner cells each floor mask centred there stamps (the
+    border ends up wall whatever is stamped on it)."""
+    stride = width + 1
+    cells = [divmod(cell, stride) for cell in range(height * stride)]
+
+    def inner(r: int, c: int) -> bool:
+        return 0 < r < height - 1 and 0 < c < width - 1
+
+    steps = tuple(
+        tuple(max(min(r + dr, height - 2), 1) * stride + max(min(c + dc, width - 2), 1) for r, c in cells)
+        for dr, dc in TOPOLOGY_DIRECTIONS
+    )
+    stamps = tuple(
+        tuple(tuple((r - 1 + dr) * stride + c - 1 + dc for dr, dc in mask if inner(r - 1 + dr, c - 1 + dc))
+              for mask in TOPOLOGY_MASKS)
+        for r, c in cells
+    )
+    return steps, stamps
+
+
+def _topology(rng: random.Random, config: GeneratorConfig) -> bytearray:
+    """Walls and floor, on flat cells, from a random walk that stamps floor masks.
+
+    Choosing among the direction tables or a cell's mask stamps draws what
+    choosing among the original's directions or masks draws: the same number
+    of options in the same order. ``rng.choice(x)`` draws exactly what the
+    original's ``random.sample(x, 1)[0]`` draws (one ``_randbelow(len(x))``);
+    a test holds the two streams equal.
+    """
     height, width = config.dim_room
-    direction = rng.sample(TOPOLOGY_DIRECTIONS, 1)[0]
+    steps, stamps = _walk_tables(height, width)
+    direction = rng.choice(steps)
     row = rng.randint(1, height - 1)
-    col = rng.randint(1, width - 1)
-    level = [[WALL] * width for _ in range(height)]
+    cell = row * (width + 1) + rng.randint(1, width - 1)
+    level = bytearray([WALL]) * (height * (width + 1))
     for _ in range(config.num_steps):
         if rng.random() < config.p_change_directions:
-            direction = rng.sample(TOPOLOGY_DIRECTIONS, 1)[0]
-        row = max(min(row + direction[0], height - 2), 1)
-        col = max(min(col + direction[1], width - 2), 1)
-        for dr, dc in rng.sample(TOPOLOGY_MASKS, 1)[0]:
-            level[row - 1 + dr][col - 1 + dc] = FLOOR
-    for r in range(height):
-        level[r][0] = level[r][width - 1] = WALL
-    level[0] = [WALL] * width
-    level[height - 1] = [WALL] * width
+            direction = rng.choice(steps)
+        cell = direction[cell]
+        for stamped in rng.choice(stamps[cell]):
+            level[stamped] = FLOOR
     return level
 
 
-def _reverse_play(room_fixed, player, target, search_depth) -> tuple[Board, int]:
+@lru_cache(maxsize=1 << 16)
+def _reverse_play(walls: Grid, player: int, target: int, search_depth: int) -> tuple[int, int, int]:
     """The original's depth-first reverse search, which walks the player and pulls
-    the box; returns the first position reached with the highest score.
+    the box; returns the highest score and the first (player, box) cells reaching it.
 
     A state is the player's and box's cells plus whether the box was ever pulled
     (the original's grid marks a pulled box 3 and an unpulled one 4, so the two
     are different explored states). Its score is the box's Manhattan distance
     from the target once pulled, but 0 while the player stands on the target.
+    Cells are ``walls``' :class:`Layout` cells.
     A state first met with little depth left is never expanded again, exactly
-    as in the original.
+    as in the original. A step onto the box is the original's no-op move, which
+    only revisits an explored state, so it is skipped. The original also stops
+    after 300,000 explored states, which a one-box room of n cells, with at
+    most 2n² states, cannot reach below 387 cells.
+
+    Rooms repeat across seeds, so results are cached: a search is a pure
+    function of its arguments.
     """
-    explored: set[tuple] = set()
-    best = [-1, (player, target)]
+    room = layout(walls)
+    exits, coords = room.exits, room.coords
+    cells = len(exits)
+    if 2 * cells * cells >= MAX_EXPLORED_STATES:
+        raise ValueError(f"a {cells}-cell room could reach the original's state cap, which this search omits")
+    distance = _distances(coords, target)
+    explored: set[int] = set()
+    best = [-1, player, target]
 
-    def visit(player, box, pulled, ttl):
-        ttl -= 1
-        if ttl <= 0 or len(explored) >= MAX_EXPLORED_STATES:
-            return
-        state = (player, box, pulled)
-        if state in explored:
-            return
-        score = 0
-        if pulled and player != target:
-            score = abs(box[0] - target[0]) + abs(box[1] - target[1])
-        if score > best[0]:
-            best[0], best[1] = score, (player, box)
+    def visit(state, player, box, pulled, ttl):
         explored.add(state)
-        for dr, dc in MOVES:
-            ahead = (player[0] + dr, player[1] + dc)
-            if room_fixed[ahead[0]][ahead[1]] == WALL or ahead == box:
-                continue  # the original's no-op move revisits an explored state
-            if box == (player[0] - dr, player[1] - dc):
-                visit(ahead, player, True, ttl)
-            else:
-                visit(ahead, box, pulled, ttl)
+        score = distance[box] if pulled and player != target else 0
+        if score > best[0]:
+            best[:] = score, player, box
+        if ttl > 1:
+            for _, ahead, _, behind in exits[player]:
+                if ahead == box:
+                    continue
+                if box == behind:
+                    child = (ahead * cells + player) * 2 + 1
+                    if child not in explored:
+                        visit(child, ahead, player, 1, ttl - 1)
+                else:
+                    child = (ahead * cells + box) * 2 + pulled
+                    if child not in explored:
+                        visit(child, ahead, box, pulled, ttl - 1)
 
-    visit(player, target, False, search_depth)
-    score, (best_player, best_box) = best
-    return Board(room_fixed, best_player, best_box), score
+    if search_depth > 1:
+        visit(player * cells * 2 + target * 2, player, target, 0, search_depth - 1)
+    return best[0], best[1], best[2]
 
 
-def _random_walk(rng: random.Random, board: Board, config: GeneratorConfig, one_cell: bool) -> Board:
-    """Walk the player up to ``max_walk_steps`` cells, never back onto a visited cell."""
+@lru_cache(maxsize=1024)
+def _distances(coords: tuple[tuple[int, int], ...], target: int) -> tuple[int, ...]:
+    """Every cell's Manhattan distance from ``target``."""
+    target_row, target_col = coords[target]
+    return tuple(abs(r - target_row) + abs(c - target_col) for r, c in coords)
+
+
+def _random_walk(rng: random.Random, room: Layout, player: int, box: int, config: GeneratorConfig,
+                 one_cell: bool) -> int:
+    """Walk the player up to ``max_walk_steps`` cells, never back onto a visited
+    cell and never pushing; returns the player's cell."""
     chance = config.move_probability_one_cell if one_cell else config.move_probability
     if rng.random() > chance:
-        return board
-    player = board.player
+        return player
     visited = [player]
     steps = 0
     while steps < config.max_walk_steps:
-        options = []
-        for dr, dc in MOVES:
-            nxt = (player[0] + dr, player[1] + dc)
-            if board.room_fixed[nxt[0]][nxt[1]] != WALL and nxt != board.box and nxt not in visited:
-                options.append(nxt)
+        options = [ahead for _, ahead, _, pushed in room.moves(player, box)
+                   if not pushed and ahead not in visited]
         if not options:
             break
         player = rng.choice(options)
@@ -183,4 +269,4 @@ def _random_walk(rng: random.Random, board: Board, config: GeneratorConfig, one_
         steps += 1
         if steps >= config.max_walk_steps or rng.random() > config.continue_probability:
             break
-    return Board(board.room_fixed, player, board.box)
+    return player

@@ -8,19 +8,29 @@ A candidate seed is accepted when the generator returns a room for it, the
 room is not already solved, it is solvable, and its canonical form (under the
 8 symmetries of the square) has not been accepted before, in this pool or in
 the training pool, which is built first.
+
+Worker processes generate and canonicalise blocks of seeds ahead of the main
+process, which accepts candidates in seed order, so the files do not depend on
+the number of workers. Only new forms are solved: a duplicate's accepted twin
+was solvable, and so is every rotation or reflection of it.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from tqdm import tqdm
 
 from .artifacts import command_line, json_document, publish, ready, sha256_bytes
+from .board import Board, Cell, Grid
 from .generator import GeneratorConfig, Rejection, generate
 from .protocol import (AUDIT_FILE, DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, STRATA, histogram,
                        stratum_of)
@@ -71,41 +81,90 @@ class PoolScan:
         return "".join(line + "\n" for line in self.lines).encode("utf-8")
 
 
-def scan_pool(spec: PoolSpec, accepted_forms: dict[str, str], config: GeneratorConfig) -> PoolScan:
-    """Scan seeds upward from ``spec.first_seed`` until ``spec.size`` boards are accepted.
+# Seeds per unit of work a worker generates; small enough that the few blocks
+# generated past a pool's last accepted seed cost little.
+BLOCK_SEEDS = 256
+
+
+class Candidate(NamedTuple):
+    """One seed's room and canonical form, or why it has none. A plain tuple, so
+    that sending blocks of them between processes costs little."""
+
+    seed: int
+    form: str | None = None
+    position: tuple[Grid, Cell, Cell] | None = None  # room_fixed, player, box
+    reason: str | None = None
+
+    @property
+    def board(self) -> Board:
+        return Board(*self.position)
+
+
+def examine(seeds: range, config: GeneratorConfig) -> list[Candidate]:
+    """Generate and canonicalise a block of seeds (the work the workers share)."""
+    found = []
+    for seed in seeds:
+        board = generate(seed, config)
+        if isinstance(board, Rejection):
+            found.append(Candidate(seed, reason=board.reason))
+        elif board.is_solved:
+            found.append(Candidate(seed, reason="already solved"))
+        else:
+            found.append(Candidate(seed, canonical_form(board), (board.room_fixed, board.player, board.box)))
+    return found
+
+
+def candidate_stream(first_seed: int, config: GeneratorConfig, executor: Executor | None = None,
+                     blocks_ahead: int = 0) -> Iterator[Candidate]:
+    """Candidates from ``first_seed`` upward, in seed order; with an ``executor``,
+    its workers generate up to ``blocks_ahead`` blocks ahead of the consumer."""
+    starts = itertools.count(first_seed, BLOCK_SEEDS)
+    if executor is None:
+        for start in starts:
+            yield from examine(range(start, start + BLOCK_SEEDS), config)
+        return
+    pending: deque = deque()
+    try:
+        while True:
+            while len(pending) < blocks_ahead:
+                start = next(starts)
+                pending.append(executor.submit(examine, range(start, start + BLOCK_SEEDS), config))
+            yield from pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+
+
+def scan_pool(spec: PoolSpec, accepted_forms: dict[str, str], stream: Iterator[Candidate]) -> PoolScan:
+    """Accept candidates from ``stream`` (seeds upward from ``spec.first_seed``)
+    until ``spec.size`` boards are accepted.
 
     ``accepted_forms`` maps canonical forms to the pool that accepted them; it
     is shared between pools and updated in place.
     """
     scan = PoolScan(spec)
-    seed = spec.first_seed
     with tqdm(total=spec.size, desc=f"{spec.name} boards", unit="board", file=sys.stderr,
               disable=None, leave=False) as progress:
-        while len(scan.lines) < spec.size:
-            board = generate(seed, config)
-            reason, actions = None, None
-            if isinstance(board, Rejection):
-                reason = board.reason
-            elif board.is_solved:
-                reason = "already solved"
-            else:
-                actions = shortest_solution(board)
-                if actions is None:
-                    reason = "unsolvable"
-            if reason is not None:
-                scan.rejections.setdefault(reason, []).append(seed)
-            else:
-                form = canonical_form(board)
-                owner = accepted_forms.get(form)
-                if owner is not None:
-                    scan.duplicates["within_pool" if owner == spec.name else "against_other_pool"] += 1
-                else:
-                    accepted_forms[form] = spec.name
-                    scan.lines.append(encode_row(spec.task_id(len(scan.lines)), seed, board, actions))
-                    scan.lengths.append(len(actions))
-                    progress.update(1)
-            scan.last_seed = seed
-            seed += 1
+        for candidate in stream:
+            scan.last_seed = candidate.seed
+            if candidate.reason is not None:
+                scan.rejections.setdefault(candidate.reason, []).append(candidate.seed)
+                continue
+            owner = accepted_forms.get(candidate.form)
+            if owner is not None:
+                scan.duplicates["within_pool" if owner == spec.name else "against_other_pool"] += 1
+                continue
+            board = candidate.board
+            actions = shortest_solution(board)
+            if actions is None:
+                scan.rejections.setdefault("unsolvable", []).append(candidate.seed)
+                continue
+            accepted_forms[candidate.form] = spec.name
+            scan.lines.append(encode_row(spec.task_id(len(scan.lines)), candidate.seed, board, actions))
+            scan.lengths.append(len(actions))
+            progress.update(1)
+            if len(scan.lines) == spec.size:
+                break
     return scan
 
 
@@ -167,11 +226,21 @@ def outputs(data_dir: Path) -> list[Path]:
     return [data_dir / spec.file for spec in POOLS] + [data_dir / AUDIT_FILE]
 
 
-def build(data_dir: Path = DATA_DIR, config: GeneratorConfig = GeneratorConfig()
+def build(data_dir: Path = DATA_DIR, config: GeneratorConfig = GeneratorConfig(), workers: int = 1
           ) -> tuple[list[PoolScan], dict[Path, bytes]]:
-    """Scan both pools; return the scans and the files they produce in ``data_dir``."""
+    """Scan both pools with ``workers`` generating processes (1: this process
+    alone); return the scans and the files they produce in ``data_dir``."""
     accepted_forms: dict[str, str] = {}
-    scans = [scan_pool(spec, accepted_forms, config) for spec in POOLS]
+    executor = ProcessPoolExecutor(workers) if workers > 1 else None
+    try:
+        scans = []
+        for spec in POOLS:
+            stream = candidate_stream(spec.first_seed, config, executor, blocks_ahead=2 * workers)
+            scans.append(scan_pool(spec, accepted_forms, stream))
+            stream.close()
+    finally:
+        if executor is not None:
+            executor.shutdown(cancel_futures=True)
     data = [scan.data() for scan in scans] + [json_document(audit(scans, config))]
     return scans, dict(zip(outputs(data_dir), data))
 
@@ -182,12 +251,13 @@ def main(argv: list[str] | None = None) -> int:
         "Regenerate the 5,000-board training pool, the 1,000-board source pool and their "
         "generation audit (fairness/source-pool-summary.json) from seeds.",
         data_dir=DATA_DIR,
+        workers=True,
     )
     args = parser.parse_args(argv)
     if not ready(outputs(args.data_dir), args.check):  # before a minute of generating
         return 1
     started = time.perf_counter()
-    scans, files = build(args.data_dir)
+    scans, files = build(args.data_dir, workers=args.workers)
     ok = publish(files, args.check, COMMAND)
     elapsed = time.perf_counter() - started
     for scan in scans:

@@ -10,42 +10,25 @@ from __future__ import annotations
 
 from collections import deque
 
-from .board import ACTIONS, DELTAS, Board
+from .board import Board, layout
 
 
 def shortest_solution(board: Board) -> list[int] | None:
     """The first shortest action sequence that puts the box on the target, or
     ``None`` when no sequence does. A solved board gives ``[]``."""
-    # One spare column per row, never open, so a step off an edge cannot wrap.
-    width = board.width + 1
-    open_cells = {
-        r * width + c
-        for r in range(board.height)
-        for c in range(board.width)
-        if board.is_open((r, c))
-    }
-    steps = [DELTAS[a][0] * width + DELTAS[a][1] for a in ACTIONS]
-    target = board.target[0] * width + board.target[1]
-    start = (board.player[0] * width + board.player[1], board.box[0] * width + board.box[1])
+    room = layout(board.room_fixed)
+    moves = room.moves
+    target = room.cell(board.target)
+    start = (room.cell(board.player), room.cell(board.box))
 
     parents: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {start: None}
     queue = deque([start])
     while queue:
         state = queue.popleft()
-        player, box = state
-        if box == target:
+        if state[1] == target:
             return _path(parents, state)
-        for action, step in zip(ACTIONS, steps):
-            ahead = player + step
-            if ahead == box:
-                beyond = box + step
-                if beyond not in open_cells:
-                    continue
-                nxt = (ahead, beyond)
-            elif ahead in open_cells:
-                nxt = (ahead, box)
-            else:
-                continue
+        for action, player, box, _ in moves(*state):
+            nxt = (player, box)
             if nxt not in parents:
                 parents[nxt] = (state, action)
                 queue.append(nxt)

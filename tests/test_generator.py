@@ -66,3 +66,14 @@ def test_generator__room_of_a_seed_does_not_depend_on_the_seeds_generated_before
 def test_generator__supports_only_one_box():
     with pytest.raises(ValueError, match="one-box"):
         generate(0, GeneratorConfig(num_boxes=2))
+
+
+def test_generator__choice_draws_what_the_originals_sample_draws():
+    # The original picks directions and masks with random.sample(x, 1)[0]; the
+    # generator calls rng.choice(x). Both must consume the same draws.
+    for seed in range(3000):
+        original, ours = random.Random(seed), random.Random(seed)
+        for size in (4, 5, 5, 4, 5, 3, 2):
+            population = tuple(range(size))
+            assert ours.choice(population) == original.sample(population, 1)[0]
+            assert ours.random() == original.random()

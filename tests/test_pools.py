@@ -1,18 +1,20 @@
 """The frozen pools: what every row promises, what the audit says, and that seeds rebuild them."""
 
+import dataclasses
 import json
 import os
-import subprocess
-import sys
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from conftest import DATA_DIR, REPO
-from unavailable import unavailable
+from conftest import DATA_DIR
+from sokoban_tools import pools
+from traces import load_traces
 from sokoban_tools.artifacts import publish, sha256_file
 from sokoban_tools.board import from_lurd, play
-from sokoban_tools.pools import AUDIT_FILE, POOLS, SOURCE_POOL, TRAIN
+from sokoban_tools.generator import GeneratorConfig
+from sokoban_tools.pools import AUDIT_FILE, POOLS, SOURCE_POOL, TRAIN, candidate_stream, scan_pool
 from sokoban_tools.protocol import stratum_of
 from sokoban_tools.records import ROW_KEYS
 from sokoban_tools.solver import shortest_solution
@@ -87,12 +89,22 @@ def test_audit__source_pool_strata_are_the_cards_531_412_57(audit, pool_rows):
     assert (min(lengths), max(lengths)) == (1, 14)
 
 
-def test_pools__regenerate_byte_identically_in_a_fresh_process_with_another_hash_seed(tmp_path):
-    env = {**os.environ, "PYTHONHASHSEED": "4242"}
-    subprocess.run([sys.executable, "-m", "sokoban_tools.pools", "--data-dir", str(tmp_path)],
-                   cwd=REPO, env=env, check=True, capture_output=True)
-    for name in (TRAIN.file, SOURCE_POOL.file, AUDIT_FILE):
-        assert (tmp_path / name).read_bytes() == (DATA_DIR / name).read_bytes(), name
+# That seeds rebuild the pools byte for byte, in a fresh process with another
+# hash seed, is checked once for every published file by tests/test_reproduce.py.
+
+
+def test_scan__two_worker_processes_accept_what_one_process_accepts(train_rows):
+    # Small enough to be quick, large enough to span several blocks per worker,
+    # duplicates and the first rejected seed, 3248.
+    spec = dataclasses.replace(TRAIN, size=1650)
+    config = GeneratorConfig()
+    alone = scan_pool(spec, {}, candidate_stream(spec.first_seed, config))
+    with ProcessPoolExecutor(2) as executor:
+        shared = scan_pool(spec, {}, candidate_stream(spec.first_seed, config, executor, blocks_ahead=4))
+    assert shared.lines == alone.lines == [row.line for row in train_rows[:spec.size]]
+    assert (shared.last_seed, shared.rejections, shared.duplicates) == (
+        alone.last_seed, alone.rejections, alone.duplicates)
+    assert alone.rejections and alone.duplicates["within_pool"] > 0
 
 
 def test_check__names_the_file_and_first_differing_line(tmp_path, capsys):
@@ -115,23 +127,24 @@ def test_pool__traced_boards_are_found_by_seed_not_by_their_recorded_ids(pool_ro
     """The runtime traces (../shared/vectors) were recorded when pool IDs were spelled
     pool-NNNN; seeds are unique, so a traced pool board is found by its seed, and its
     recorded reset state is the stored board (a player on a target drawn as 6)."""
-    import gzip
-
-    path = REPO.parent / "shared" / "vectors" / "runtime-traces.jsonl.gz"
-    if not path.exists():
-        unavailable(f"{path} is missing")
     by_seed = {row.seed: row for row in pool_rows}
     assert len(by_seed) == len(pool_rows)
     traced = 0
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            trace = json.loads(line)
-            if trace["source"] != "evaluation-pool-1000":
-                continue
-            row = by_seed[trace["seed"]]
-            assert trace["task_id"].split("-")[1] == row.task_id.split("-")[1]  # same number, old spelling
-            shown = [[6 if (v == 5 and f == 2) else v for v, f in zip(state_row, fixed_row)]
-                     for state_row, fixed_row in zip(row.board.room_state(), row.board.room_fixed)]
-            assert trace["reset"]["state"] == shown, row.task_id
-            traced += 1
+    for trace in load_traces():
+        if trace["source"] != "evaluation-pool-1000":
+            continue
+        row = by_seed[trace["seed"]]
+        assert trace["task_id"].split("-")[1] == row.task_id.split("-")[1]  # same number, old spelling
+        shown = [[6 if (v == 5 and f == 2) else v for v, f in zip(state_row, fixed_row)]
+                 for state_row, fixed_row in zip(row.board.room_state(), row.board.room_fixed)]
+        assert trace["reset"]["state"] == shown, row.task_id
+        traced += 1
     assert traced == 600  # 150 pool boards x 2 modes x 2 episodes
+
+
+def test_workers__must_be_a_whole_number_of_processes(capsys):
+    for bad in ("0", "two"):
+        with pytest.raises(SystemExit) as stop:
+            pools.main(["--check", "--workers", bad])
+        assert stop.value.code == 2
+        assert "at least 1" in capsys.readouterr().err

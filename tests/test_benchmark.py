@@ -1,0 +1,61 @@
+"""The benchmark command: it measures without editing the card unless asked, its
+yardstick is the original algorithm, and the other commands start without it."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, TEST_DATA
+from sokoban_tools import benchmark, original
+from sokoban_tools.board import Board
+from sokoban_tools.solver import shortest_solution
+
+
+def test_benchmark__prints_the_figures_and_writes_nothing_unless_asked(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(benchmark, "measure", lambda: [("generator, per seed", "0.1 ms", "2.8 ms", "≤ 0.14 ms")])
+    monkeypatch.setattr(benchmark, "REPO", tmp_path)
+    monkeypatch.setattr(benchmark.card, "main", lambda argv: pytest.fail("the card was rewritten"))
+    assert benchmark.main([]) == 0
+    assert "| generator, per seed | 0.1 ms | 2.8 ms | ≤ 0.14 ms |" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+
+    rewrites = []
+    monkeypatch.setattr(benchmark.card, "main", lambda argv: rewrites.append(argv) or 0)
+    assert benchmark.main(["--write"]) == 0
+    written = (tmp_path / benchmark.card.BENCHMARKS).read_text(encoding="utf-8")
+    assert written.startswith("# Benchmarks\n\n") and "| generator, per seed | 0.1 ms |" in written
+    assert "load average" in written
+    assert rewrites == [[]]
+
+
+def test_main__starts_without_the_benchmark_and_the_datasets_library():
+    program = ("import sys, sokoban_tools.__main__; "
+               "print(sorted(m for m in ('datasets', 'sokoban_tools.benchmark', 'sokoban_tools.card', "
+               "'sokoban_tools.verify') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_original__makes_the_reference_vectors_boards_and_solutions():
+    # The yardstick must be the original algorithm: it reproduces the vectors
+    # recorded from verl-agent, rejections included.
+    vectors = [json.loads(line) for line in (TEST_DATA / "generator-seeds.jsonl").read_text().splitlines()]
+    checked = [v for v in vectors if v["seed"] < 60 or v["status"] == "rejected"]
+    for vector in checked:
+        made = original.generate(vector["seed"])
+        if vector["status"] == "rejected":
+            assert made is None, vector["seed"]
+            continue
+        fixed, state = made
+        assert Board.from_rooms(fixed, state) == Board.from_rooms(vector["room_fixed"], vector["room_state"])
+        assert original.shortest_solution(fixed, state) == vector["shortest_actions"]
+    assert len(checked) > 60
+
+
+def test_original__solver_agrees_with_ours_and_returns_empty_when_unsolvable():
+    board = Board.from_xsb("######\n#  . #\n# $  #\n#  @ #\n#    #\n######")
+    assert original.shortest_solution(*original.rooms_of(board)) == shortest_solution(board)
+    stuck = Board.from_xsb("#####\n#$@.#\n#####")
+    assert original.shortest_solution(*original.rooms_of(stuck)) == []
