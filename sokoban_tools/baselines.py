@@ -30,15 +30,14 @@ import json
 import math
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from .artifacts import command_line, publish
-from .board import ACTIONS, Board, from_lurd, play
+from .board import ACTIONS, Board, from_lurd, layout, play
 from .env import DEFAULT_MAX_STEPS, step_reward
 from .pools import DATA_DIR, TRAIN
 from .protocol import EVALUATION_FILE, PROTOCOL, STRATA, stratum_of
@@ -59,7 +58,6 @@ class RandomPolicyOutcome:
     expected_return: Fraction
 
 
-@lru_cache(maxsize=None)
 def _exact(value: float) -> Fraction:
     return Fraction(repr(value))
 
@@ -69,77 +67,96 @@ def reward(before: Board, after: Board) -> Fraction:
     return _exact(step_reward(before, after))
 
 
-def turn(board: Board, action: int) -> Board:
-    """The position after one turn; action 0 moves nothing."""
-    return board if action == NO_OP else board.move(action)[0]
-
-
-WON = -1  # the successor of a turn that solves the board
-
-
-@dataclass(frozen=True)
 class PositionGraph:
-    """Every unsolved position reachable from a board (the board first) and,
-    for each and each action of :data:`POLICIES`, the next position's index (or
-    :data:`WON`) and the turn's reward in units of ``1 / scale``, an integer."""
+    """Every (player, box) position of a set of boards and, for each action of
+    ``outputs_0_4``, the position a turn leads to, or ``-1`` where the turn solves.
 
-    positions: list[Board]
-    turns: list[dict[int, tuple[int, int]]]
-    scale: int
+    Positions are numbered board by board: board ``i`` owns ``k_i * k_i``
+    numbers, ``player * k_i + box`` over its ``k_i`` open cells (pairs that
+    cannot occur are never reached), so one array step plays a turn of every
+    board at once. Action 0 and blocked moves stay put.
+    """
 
-    @classmethod
-    def explore(cls, board: Board) -> "PositionGraph":
-        # Positions of one board differ only in the player's and the box's cells.
-        index, positions, turns = {(board.player, board.box): 0}, [board], []
-        for position in positions:  # grows while it is read: breadth-first
-            outcomes = {}
-            for action in POLICIES["outputs_0_4"]:
-                after = turn(position, action)
-                key = (after.player, after.box)
-                solved = after.is_solved
-                if not solved and key not in index:
-                    index[key] = len(positions)
-                    positions.append(after)
-                outcomes[action] = (WON if solved else index[key], step_reward(position, after))
-            turns.append(outcomes)
-        exact = {value: _exact(value) for outcomes in turns for _, value in outcomes.values()}
-        scale = math.lcm(*(value.denominator for value in exact.values()))
-        units = {value: int(fraction * scale) for value, fraction in exact.items()}
-        turns = [{a: (target, units[value]) for a, (target, value) in outcomes.items()} for outcomes in turns]
-        return cls(positions, turns, scale)
+    def __init__(self, boards: list[Board]):
+        starts, boards_of, successors, offset = [], [], [], 0
+        for number, board in enumerate(boards):
+            open_cells, steps = _open_cells_and_steps(board)
+            k = len(open_cells)
+            local = {cell: i for i, cell in enumerate(open_cells)}
+            player, box = np.divmod(np.arange(k * k), k)
+            columns = [player * k + box]  # action 0
+            for ahead, beyond in steps:  # actions 1-4, (k,) local cells or -1
+                step_to = ahead[player]
+                pushes = step_to == box
+                push_to = np.where(pushes, beyond[player], box)
+                blocked = (step_to < 0) | (push_to < 0)
+                columns.append(np.where(blocked, player * k + box, step_to * k + push_to))
+            following = np.stack(columns, axis=1)
+            room = layout(board.room_fixed)
+            solved = following % k == local[room.cell(board.target)]
+            successors.append(np.where(solved, -1, following + offset))
+            starts.append(offset + local[room.cell(board.player)] * k + local[room.cell(board.box)])
+            boards_of.append(np.full(k * k, number))
+            offset += k * k
+        self.starts = np.array(starts)
+        self.board_of = np.concatenate(boards_of)
+        self.successors = np.concatenate(successors)  # (positions, 5): outputs 0-4
+        self.boards = len(boards)
+        probe = boards[0]
+        self.step, self.win = reward(probe, probe), reward(probe, replace(probe, box=probe.target))
 
 
-def random_policy_outcome(graph: PositionGraph, actions: tuple[int, ...], horizon: int = HORIZON
-                          ) -> RandomPolicyOutcome:
-    """What a policy choosing uniformly among ``actions`` each turn achieves
-    from the graph's first position within ``horizon`` turns, exactly."""
-    size = len(graph.positions)
-    wins, rewards, moves = [], [], ([], [])
-    for source, outcomes in enumerate(graph.turns):
-        chosen = [outcomes[action] for action in actions]
-        wins.append(sum(target == WON for target, _ in chosen))
-        rewards.append(sum(units for _, units in chosen))
-        for target, _ in chosen:
-            if target != WON:
-                moves[0].append(target)
-                moves[1].append(source)
-    transition = np.zeros((size, size), dtype=np.int64)
-    np.add.at(transition, moves, 1)
-    wins_from = np.array(wins, dtype=np.int64)
-    scaled_rewards = np.array(rewards, dtype=np.int64)
-    # ways[s]: action sequences of the turns so far that reach unsolved position s.
-    # Every sequence is extended to the full horizon, so a turn taken after t-1
-    # turns stands for len(actions) ** (horizon - t) complete sequences.
-    ways = np.zeros(size, dtype=np.int64)
-    ways[0] = 1
-    won = returned = 0
+def _open_cells_and_steps(board: Board) -> tuple[list[int], list[tuple[np.ndarray, np.ndarray]]]:
+    """A board's open cells (flat, from :func:`board.layout`) and, per action 1-4,
+    each cell's next and next-but-one open cell in that direction as local
+    indices (-1 where closed): the move rule's own tables."""
+    room = layout(board.room_fixed)
+    open_cells = [cell for cell, exits in enumerate(room.exits) if exits]
+    local = {cell: i for i, cell in enumerate(open_cells)}
+    steps = []
+    for action in ACTIONS:
+        ahead, beyond = np.full(len(open_cells), -1), np.full(len(open_cells), -1)
+        for cell in open_cells:
+            for exit_action, next_cell, next_but_one, _ in room.exits[cell]:
+                if exit_action == action:
+                    ahead[local[cell]] = local[next_cell]
+                    beyond[local[cell]] = local.get(next_but_one, -1)
+        steps.append((ahead, beyond))
+    return open_cells, steps
+
+
+def random_policy_outcomes(graph: PositionGraph, actions: tuple[int, ...], horizon: int = HORIZON
+                           ) -> list[RandomPolicyOutcome]:
+    """What a policy choosing uniformly among ``actions`` each turn achieves on
+    each board of ``graph`` within ``horizon`` turns, exactly.
+
+    ``ways[s]`` counts the action sequences of the turns so far that reach
+    unsolved position ``s``; every sequence is extended to the full horizon, so
+    a turn taken after t-1 turns stands for ``len(actions) ** (horizon - t)``
+    complete sequences. Counts stay below 2**53, where float64 sums are exact.
+    """
+    if len(actions) ** horizon >= 2 ** 53:
+        raise ValueError(f"{len(actions)}**{horizon} sequences do not fit exact float64 counts")
+    successors = graph.successors[:, list(actions)]
+    wins_from = (successors < 0).sum(axis=1)
+    scale = math.lcm(graph.step.denominator, graph.win.denominator)
+    step_units, win_units = int(graph.step * scale), int(graph.win * scale)
+    units_from = wins_from * win_units + (len(actions) - wins_from) * step_units
+    moves = successors >= 0
+    sources = np.repeat(np.arange(len(successors)), moves.sum(axis=1))
+    targets = successors[moves]
+    ways = np.zeros(len(successors))
+    ways[graph.starts] = 1
+    won = np.zeros(graph.boards, dtype=np.int64)
+    returned = np.zeros(graph.boards, dtype=np.int64)
     for t in range(1, horizon + 1):
         completions = len(actions) ** (horizon - t)
-        won += int(wins_from @ ways) * completions
-        returned += int(scaled_rewards @ ways) * completions
-        ways = transition @ ways
+        won += np.bincount(graph.board_of, ways * wins_from, graph.boards).astype(np.int64) * completions
+        returned += np.bincount(graph.board_of, ways * units_from, graph.boards).astype(np.int64) * completions
+        ways = np.bincount(targets, ways[sources], len(successors))
     sequences = len(actions) ** horizon
-    return RandomPolicyOutcome(Fraction(won, sequences), Fraction(returned, graph.scale * sequences))
+    return [RandomPolicyOutcome(Fraction(int(w), sequences), Fraction(int(r), scale * sequences))
+            for w, r in zip(won, returned)]
 
 
 def optimal_return(row: BoardRow, horizon: int = HORIZON) -> Fraction:
@@ -160,17 +177,18 @@ def _number(value: Fraction) -> dict:
     return {"exact": f"{value.numerator}/{value.denominator}", "float": float(value)}
 
 
-def board_baselines(row: BoardRow) -> dict:
-    """One board's entry: its length, stratum, random-policy outcomes and optimal return."""
-    entry = {"task_id": row.task_id, "shortest_solution_length": row.shortest_solution_length,
-             "stratum": stratum_of(row.shortest_solution_length)}
-    graph = PositionGraph.explore(row.board)
+def board_baselines(rows: list[BoardRow]) -> list[dict]:
+    """Each board's entry: its length, stratum, random-policy outcomes and optimal return."""
+    entries = [{"task_id": row.task_id, "shortest_solution_length": row.shortest_solution_length,
+                "stratum": stratum_of(row.shortest_solution_length)} for row in rows]
+    graph = PositionGraph([row.board for row in rows])
     for name, actions in POLICIES.items():
-        outcome = random_policy_outcome(graph, actions)
-        entry[name] = {"success": _number(outcome.success),
-                       "expected_return": _number(outcome.expected_return)}
-    entry["optimal_return"] = _number(optimal_return(row))
-    return entry
+        for entry, outcome in zip(entries, random_policy_outcomes(graph, actions)):
+            entry[name] = {"success": _number(outcome.success),
+                           "expected_return": _number(outcome.expected_return)}
+    for entry, row in zip(entries, rows):
+        entry["optimal_return"] = _number(optimal_return(row))
+    return entries
 
 
 def _mean(entries: list[dict], *keys: str) -> dict:
@@ -195,7 +213,7 @@ def aggregate(entries: list[dict]) -> dict:
 
 def split_baselines(rows: list[BoardRow]) -> dict:
     """Overall, per-stratum and per-length means of a split, and its boards."""
-    entries = [board_baselines(row) for row in rows]
+    entries = board_baselines(rows)
     lengths = sorted({e["shortest_solution_length"] for e in entries})
     return {
         "overall": aggregate(entries),

@@ -57,7 +57,7 @@ def enumerate_sequences(board, actions, horizon):
 def test_baselines__dynamic_programme_equals_enumerating_every_sequence(validation, actions, horizon):
     for row in sample(validation):
         wins, returns = enumerate_sequences(row.board, actions, horizon)
-        outcome = baselines.random_policy_outcome(baselines.PositionGraph.explore(row.board), actions, horizon)
+        outcome = baselines.random_policy_outcomes(baselines.PositionGraph([row.board]), actions, horizon)[0]
         sequences = len(actions) ** horizon
         assert outcome.success == Fraction(wins, sequences), row.task_id
         assert outcome.expected_return == returns / sequences, row.task_id
@@ -75,7 +75,7 @@ def test_baselines__dynamic_programme_equals_playing_the_runtime_environment(val
             if done:
                 wins += info["won"]
                 break
-    outcome = baselines.random_policy_outcome(baselines.PositionGraph.explore(row.board), ACTIONS, horizon)
+    outcome = baselines.random_policy_outcomes(baselines.PositionGraph([row.board]), ACTIONS, horizon)[0]
     assert wins > 0
     assert outcome.success == Fraction(wins, 4 ** horizon)
     assert outcome.expected_return == returns / 4 ** horizon
