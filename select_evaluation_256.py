@@ -34,21 +34,18 @@ from fractions import Fraction
 from pathlib import Path
 
 # Standard library only, here and in the modules imported below (artifacts, protocol,
-# records and the rules in board), so the rule runs on a bare Python; a test keeps it so.
+# layout, records and the rules in board), so the rule runs on a bare Python; a test keeps it so.
 from sokoban_tools.artifacts import command_line, json_document, publish, ready, sha256_bytes
-from sokoban_tools.protocol import (AUDIT_FILE, DATA_DIR, EVALUATION_FILE, EVALUATION_SIZE, PROTOCOL,
-                                    SOURCE_POOL_FILE, SOURCE_POOL_NAME, STRATA, histogram, stratum_of)
+from sokoban_tools.layout import (DATA_DIR, GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE,
+                                  SOURCE_POOL_NAME, VALIDATION_FILE, published)
+from sokoban_tools.protocol import EVALUATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
 from sokoban_tools.records import REGENERATE_HINT, BoardRow, DataError, parse_rows
 
 COMMAND = "python select_evaluation_256.py"
-POOL_FILE = SOURCE_POOL_FILE
-AUDIT_POOL = SOURCE_POOL_NAME
-OUTPUT_FILE = EVALUATION_FILE
-SELECTION_FILE = "evaluation-256.selection.json"
 
 RULE = [
-    f"Read the source pool fairness/{POOL_FILE} and refuse it unless its SHA-256 and row count "
-    f"are those recorded in the generation audit fairness/{AUDIT_FILE}.",
+    f"Read the source pool fairness/{SOURCE_POOL_FILE} and refuse it unless its SHA-256 and row count "
+    f"are those recorded in the generation audit fairness/{GENERATION_AUDIT_FILE}.",
     "Stratify its boards by shortest solution length in player actions, including walking, "
     "measured by exact shortest-path search (the stored shortest_solution_length): "
     + ", ".join(f"{low}-{high}" for _, low, high in STRATA)
@@ -163,14 +160,14 @@ def length_range(rows: list[BoardRow]) -> dict[str, int] | None:
 
 def read_pool(data_dir: Path) -> tuple[bytes, list[BoardRow]]:
     """The pool file's bytes and rows, refused unless it is the file the audit describes."""
-    pool_path, audit_path = data_dir / POOL_FILE, data_dir / AUDIT_FILE
+    pool_path, audit_path = data_dir / SOURCE_POOL_FILE, data_dir / GENERATION_AUDIT_FILE
     try:
         audit = json.loads(audit_path.read_bytes())
-        recorded = audit["pools"][AUDIT_POOL]
+        recorded = audit["pools"][SOURCE_POOL_NAME]
         recorded_sha, recorded_rows = recorded["sha256"], recorded["rows"]
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise SelectionError(
-            f"{audit_path}: cannot read pools.{AUDIT_POOL}.sha256 and .rows of the generation "
+            f"{audit_path}: cannot read pools.{SOURCE_POOL_NAME}.sha256 and .rows of the generation "
             f"audit ({type(err).__name__}: {err}); regenerate it with `python -m sokoban_tools.pools`"
         ) from None
     try:
@@ -197,7 +194,7 @@ def read_pool(data_dir: Path) -> tuple[bytes, list[BoardRow]]:
 def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
     """Apply the rule to the pool in ``data_dir``; the two files it produces."""
     pool_data, rows = read_pool(data_dir)
-    strata = stratify(rows, data_dir / POOL_FILE)
+    strata = stratify(rows, data_dir / SOURCE_POOL_FILE)
     quotas = hamilton_quotas({label: len(members) for label, members in strata.items()}, EVALUATION_SIZE)
     chosen: dict[str, list[BoardRow]] = {
         q.label: sorted(strata[q.label], key=lambda row: rank_key(row.task_id))[: q.quota]
@@ -234,10 +231,10 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
             "keeps source order."
         ),
         "source": {
-            "file": f"fairness/{POOL_FILE}",
+            "file": published(SOURCE_POOL_FILE),
             "sha256": sha256_bytes(pool_data),
             "rows": len(rows),
-            "verified_against": f"fairness/{AUDIT_FILE} pools.{AUDIT_POOL}.sha256 and .rows",
+            "verified_against": f"{published(GENERATION_AUDIT_FILE)} pools.{SOURCE_POOL_NAME}.sha256 and .rows",
             "shortest_solution_length": length_range(rows),
         },
         "size": EVALUATION_SIZE,
@@ -249,7 +246,7 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
         },
         "strata": stratum_entries,
         "selected": {
-            "file": f"fairness/{OUTPUT_FILE}",
+            "file": published(VALIDATION_FILE),
             "sha256": sha256_bytes(data),
             "rows": len(selected),
             "order": "source order",
@@ -259,20 +256,20 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
             },
         },
     }
-    return {data_dir / OUTPUT_FILE: data, data_dir / SELECTION_FILE: json_document(document)}
+    return {data_dir / VALIDATION_FILE: data, data_dir / SELECTION_FILE: json_document(document)}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = command_line(
         COMMAND,
         description=f"Select the {EVALUATION_SIZE} validation boards of {PROTOCOL} from the "
-                    f"1,000-board source pool (fairness/{POOL_FILE}) and write "
-                    f"fairness/{OUTPUT_FILE} and fairness/{SELECTION_FILE}. The rule reads "
+                    f"1,000-board source pool (fairness/{SOURCE_POOL_FILE}) and write "
+                    f"fairness/{VALIDATION_FILE} and fairness/{SELECTION_FILE}. The rule reads "
                     "nothing but the pool file.",
         data_dir=DATA_DIR,
     )
     args = parser.parse_args(argv)
-    if not ready([args.data_dir / OUTPUT_FILE, args.data_dir / SELECTION_FILE], args.check):
+    if not ready([args.data_dir / VALIDATION_FILE, args.data_dir / SELECTION_FILE], args.check):
         return 1
     try:
         files = build(args.data_dir)

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .repository import outside_clone
+from .layout import outside_clone
 
 JOURNAL = ".publish-journal.json"
 TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by git

@@ -39,12 +39,11 @@ import numpy as np
 from .artifacts import command_line, publish
 from .board import ACTIONS, Board, from_lurd, layout, play
 from .env import DEFAULT_MAX_STEPS, step_reward
-from .pools import DATA_DIR, TRAIN
-from .protocol import EVALUATION_FILE, PROTOCOL, STRATA, stratum_of
+from .layout import BASELINES_FILE, DATA_DIR, TRAIN_FILE, VALIDATION_FILE
+from .protocol import PROTOCOL, STRATA, stratum_of
 from .records import BoardRow, DataError, read_rows
 
 COMMAND = "python -m sokoban_tools.baselines"
-BASELINES_FILE = "baselines.json"
 HORIZON = DEFAULT_MAX_STEPS
 NO_OP = 0  # verl-agent's action for an answer it cannot parse
 POLICIES = {"moves_1_4": ACTIONS, "outputs_0_4": (NO_OP, *ACTIONS)}
@@ -257,8 +256,8 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
         "policies": {name: list(actions) for name, actions in POLICIES.items()},
         "strata": {label: [low, high] for label, low, high in STRATA},
         "splits": {
-            "validation": split_baselines(read_rows(data_dir / EVALUATION_FILE)),
-            "train": split_baselines(read_rows(data_dir / TRAIN.file)),
+            "validation": split_baselines(read_rows(data_dir / VALIDATION_FILE)),
+            "train": split_baselines(read_rows(data_dir / TRAIN_FILE)),
         },
     }
     return {data_dir / BASELINES_FILE: document_bytes(document)}

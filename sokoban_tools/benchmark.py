@@ -31,10 +31,10 @@ from .artifacts import default_workers, sha256_file, write_atomic
 from .board import Board
 from .episodes import EpisodeRecord, append_episodes
 from .generator import Rejection, forget_rooms, generate
+from .layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
 from .records import read_rows
 from .solver import shortest_solution
 
-REPO = pools.DATA_DIR.parent
 GENERATOR_SEEDS = range(3000)
 SOLVER_BOARD_STRIDE = 3  # every 3rd pool board, 2,000 boards: the original takes ~1.5 ms each
 REPEATS = 3
@@ -105,7 +105,7 @@ def _command_time(*args: str) -> str:
     pass, and the CPU time of all its processes: on an idle machine the wall
     time nears the CPU time divided among the cores the command uses."""
     cpu, started = _children_cpu_seconds(), time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", *args, "--check"], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", *args, "--check"], cwd=ROOT, capture_output=True, text=True)
     elapsed, cpu = time.perf_counter() - started, _children_cpu_seconds() - cpu
     if done.returncode:
         raise SystemExit(f"benchmark: `python -m {' '.join(args)} --check` failed:\n{done.stdout}{done.stderr}")
@@ -115,7 +115,7 @@ def _command_time(*args: str) -> str:
 def _load_seconds(with_images: bool, cache_dir: str) -> float:
     """Wall time of building (or reusing) the ``fairness`` config through the builder class."""
     builder = SokobanFairness(
-        config_name="fairness", base_path=str(REPO), cache_dir=cache_dir, with_images=with_images,
+        config_name="fairness", base_path=str(ROOT), cache_dir=cache_dir, with_images=with_images,
         hash=cache_hash(),
     )
     started = time.perf_counter()
@@ -126,7 +126,7 @@ def _load_seconds(with_images: bool, cache_dir: str) -> float:
 
 def measure() -> list[tuple[str, str, str, str]]:
     """(what, this code, original in the same run, goal) rows, in table order."""
-    boards = [row.board for spec in pools.POOLS for row in read_rows(pools.DATA_DIR / spec.file)]
+    boards = [row.board for spec in pools.POOLS for row in read_rows(DATA_DIR / spec.file)]
     solver_boards = boards[::SOLVER_BOARD_STRIDE]
     compare = _original_available()
     if compare:
@@ -168,7 +168,7 @@ def measure() -> list[tuple[str, str, str, str]]:
 
 def scoring_figures() -> list[tuple[str, str, str, str]]:
     """Time scoring a log of 100 complete validation passes, and the exact baselines (CPU time)."""
-    evaluation = REPO / "fairness/evaluation.jsonl"
+    evaluation = ROOT / VALIDATION_DATA
     task_ids = [row.task_id for row in read_rows(evaluation)]
     digest = sha256_file(evaluation)
     rng = np.random.Generator(np.random.PCG64(0))
@@ -225,5 +225,5 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if not args.write:
         return 0
-    write_atomic(REPO / card.BENCHMARKS, text.encode("utf-8"))
+    write_atomic(ROOT / BENCHMARKS, text.encode("utf-8"))
     return card.main([])

@@ -18,35 +18,30 @@ import re
 import sys
 from pathlib import Path
 
-from sokoban_fairness import SPLIT_FILES
-
-from . import compare, example_policies
+from . import compare
 from .artifacts import command_line, publish, ready, sha256_bytes
-from .baselines import BASELINES_FILE, HORIZON, POLICIES
+from .baselines import HORIZON, POLICIES
 from .board import from_lurd
 from .env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from .figures import board_sheet, length_histogram, line_chart, replay_strip
+from .layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
+                     DATA_README, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE, LEARNING_CURVES_IMAGE,
+                     LENGTHS_IMAGE, LOADING_SCRIPT, REPLAY_IMAGE, ROOT, RUNTIME_EXAMPLE, SELECTION_FILE,
+                     SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA,
+                     TRAIN_POOL_NAME, VALIDATION_DATA, VERIFICATION_FILE, published)
 from .records import BoardRow, DataError, read_board_file, read_rows
 from .release import (FLAG, NOT_WITH_CHECK, Release, ReleaseError, changelog_versions, pinned_release,
                       release_to_pin)
-from .repository import ROOT
 
 REPO = ROOT
 TEMPLATES = Path(__file__).resolve().parent / "card_templates"
 COMMAND = "python -m sokoban_tools.card"
-LOADING_SCRIPT = "sokoban_fairness.py"
-EXAMPLE = "examples/play_validation_board.py"
-RUNTIME_EXAMPLE = "examples/verl_agent_runtime.py"
-BENCHMARKS = "BENCHMARKS.md"
 BLOCK = re.compile(
     r"(# BEGIN PUBLISHED FILES \(written by `python -m sokoban_tools.card`; do not edit\)\n)"
     r"(.*?)(# END PUBLISHED FILES\n)",
     re.S,
 )
-SPLITS = SPLIT_FILES  # config -> split -> data file, as the loading script reads them
-DATA_FILES = tuple(dict.fromkeys(name for splits in SPLITS.values() for name in splits.values()))
-TRAIN_FILE, VALIDATION_FILE = SPLITS["fairness"]["train"], SPLITS["fairness"]["validation"]
-POOL_FILE = SPLITS["source_pool_1000"]["validation"]
+DATA_FILES = tuple(dict.fromkeys(name for splits in CONFIGURATIONS.values() for name in splits.values()))
 # The script-free schema of a row, as the JSON loader reads it: (column, YAML type).
 ROW_FEATURES = (
     ("task_id", "dtype: string"),
@@ -123,7 +118,7 @@ def front_matter(files: dict[str, dict]) -> str:
         "- 1K<n<10K",
         "configs:",
     ]
-    for config, splits in SPLITS.items():
+    for config, splits in CONFIGURATIONS.items():
         out.append(f"- config_name: {config}")
         if config == "fairness":
             out.append("  default: true")
@@ -131,7 +126,7 @@ def front_matter(files: dict[str, dict]) -> str:
         for split, name in splits.items():
             out += [f"  - split: {split}", f"    path: {name}"]
     out.append("dataset_info:")
-    for config, splits in SPLITS.items():
+    for config, splits in CONFIGURATIONS.items():
         out += [f"- config_name: {config}", "  features:"]
         for column, kind in ROW_FEATURES:
             out += [f"  - name: {column}", f"    {kind}"]
@@ -171,11 +166,11 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
                 ) -> dict[str, object]:
     """Every figure the card templates name, read from the generated reports."""
     files = release.files
-    audit = _read_json(repo, "fairness/source-pool-summary.json")
-    selection = _read_json(repo, "fairness/evaluation-256.selection.json")
-    verification = _read_json(repo, "fairness/verification.json")
-    pool_verification = _read_json(repo, "fairness/source-pool-verification.json")
-    train, pool = audit["pools"]["train"], audit["pools"]["source_pool"]
+    audit = _read_json(repo, published(GENERATION_AUDIT_FILE))
+    selection = _read_json(repo, published(SELECTION_FILE))
+    verification = _read_json(repo, published(VERIFICATION_FILE))
+    pool_verification = _read_json(repo, published(SOURCE_POOL_VERIFICATION_FILE))
+    train, pool = audit["pools"][TRAIN_POOL_NAME], audit["pools"][SOURCE_POOL_NAME]
     splits = {**summary["splits"], **summary["archive"]}
     strata = selection["strata"]
     strata_rows = [
@@ -203,10 +198,10 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
     pool_totals = pool_verification["totals"]
     uniqueness = pool_verification["uniqueness"]
     verification_text = (
-        f"`fairness/verification.json`: {totals['passed']} of {totals['boards']} validation boards pass "
+        f"`{published(VERIFICATION_FILE)}`: {totals['passed']} of {totals['boards']} validation boards pass "
         f"every check ({check_names}); {_count(totals['frames'])} game frames were rendered in the RGB "
         f"replays, digest `{verification['frames_sha256']}`.\n\n"
-        f"`fairness/source-pool-verification.json`: {_count(pool_totals['passed'])} of "
+        f"`{published(SOURCE_POOL_VERIFICATION_FILE)}`: {_count(pool_totals['passed'])} of "
         f"{_count(pool_totals['boards'])} training and source-pool boards pass the same checks, "
         f"{_count(pool_totals['frames'])} frames rendered; "
         f"{_count(uniqueness['distinct_under_symmetry'])} of {_count(uniqueness['boards'])} are distinct "
@@ -218,11 +213,11 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
     return {
         "protocol": selection["protocol"],
         "release": release.version,
-        "train_rows": _count(files[TRAIN_FILE]["rows"]),
-        "validation_rows": _count(files[VALIDATION_FILE]["rows"]),
-        "pool_rows": _count(files[POOL_FILE]["rows"]),
-        "pool_sha256": files[POOL_FILE]["sha256"],
-        "validation_sha256": files[VALIDATION_FILE]["sha256"],
+        "train_rows": _count(files[TRAIN_DATA]["rows"]),
+        "validation_rows": _count(files[VALIDATION_DATA]["rows"]),
+        "pool_rows": _count(files[SOURCE_POOL_DATA]["rows"]),
+        "pool_sha256": files[SOURCE_POOL_DATA]["sha256"],
+        "validation_sha256": files[VALIDATION_DATA]["sha256"],
         "strata_table": _table(strata_rows),
         "extra_places": selection["quota_totals"]["extra_places"],
         "quotas": "/".join(str(s["quota"]) for s in strata.values()),
@@ -302,9 +297,9 @@ def baselines_picture(baselines: dict) -> bytes:
 
 def example_report(repo: Path) -> dict:
     """The worked example's comparison, from its committed logs."""
-    logs = repo / example_policies.OUT_DIR.relative_to(example_policies.REPO)
+    logs = repo / EXAMPLE_EPISODES.relative_to(ROOT)
     return compare.compare([logs / "path-follower.jsonl"], [logs / "random.jsonl"],
-                           evaluation=repo / VALIDATION_FILE)
+                           evaluation=repo / VALIDATION_DATA)
 
 
 def example_values(report: dict) -> dict[str, object]:
@@ -328,9 +323,8 @@ def _citation(repo: Path) -> str:
 
 def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
-    return [repo / name for name in (LOADING_SCRIPT, "README.md", "fairness/README.md", "images/validation-boards.png",
-                                     "images/replay.png", "images/solution-lengths.png",
-                                     "images/random-policy-success.png", "images/learning-curves.png")]
+    return [repo / name for name in (LOADING_SCRIPT, CARD, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
+                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE)]
 
 
 def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
@@ -338,9 +332,9 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     :class:`ReleaseError` if the data files differ from the pinned release and
     ``new_release`` does not declare a new one."""
     release = release_of(repo, published_files(repo), new_release)
-    summary = _read_json(repo, "fairness/summary.json")
-    validation = read_rows(repo / VALIDATION_FILE)
-    baselines = _read_json(repo, f"fairness/{BASELINES_FILE}")
+    summary = _read_json(repo, published(SUMMARY_FILE))
+    validation = read_rows(repo / VALIDATION_DATA)
+    baselines = _read_json(repo, published(BASELINES_FILE))
     example = example_report(repo)
     values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
               **example_values(example)}

@@ -30,14 +30,14 @@ from .artifacts import command_line, publish, sha256_file
 from .board import ACTIONS, BOX_ON_TARGET, PLAYER, TARGET, WALL, Board
 from .env import PLAYER_ON_TARGET, FairSokobanEnv
 from .episodes import EpisodeRecord
+from .layout import EXAMPLE_EPISODES
 from .records import BoardRow, DataError
 from .scoring import DEFAULT_EVALUATION
 from .solver import shortest_solution
 from .tasks import load_evaluation
 
-REPO = Path(__file__).resolve().parent.parent
 COMMAND = "python -m sokoban_tools.example_policies"
-OUT_DIR = REPO / "examples" / "episodes"
+OUT_DIR = EXAMPLE_EPISODES
 METHODS = ("random", "path-follower")
 RUNS = 3
 UPDATES = (0, 5, 10, 15)

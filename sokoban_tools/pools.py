@@ -32,8 +32,9 @@ from tqdm import tqdm
 from .artifacts import command_line, json_document, publish, ready, sha256_bytes
 from .board import Board, Cell, Grid
 from .generator import GeneratorConfig, Rejection, generate
-from .protocol import (AUDIT_FILE, DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, STRATA, histogram,
-                       stratum_of)
+from .layout import (DATA_DIR, GENERATION_AUDIT_FILE, SOURCE_POOL_FILE, SOURCE_POOL_NAME, TRAIN_FILE,
+                     TRAIN_POOL_NAME, published)
+from .protocol import STRATA, histogram, stratum_of
 from .records import encode_row
 from .solver import shortest_solution
 from .symmetry import canonical_form
@@ -57,9 +58,9 @@ class PoolSpec:
         return f"{self.id_prefix}{index:0{self.id_digits}d}"
 
 
-TRAIN = PoolSpec("train", "train.jsonl", "train-", 5, 0, 5000)
+TRAINING_POOL = PoolSpec(TRAIN_POOL_NAME, TRAIN_FILE, "train-", 5, 0, 5000)
 SOURCE_POOL = PoolSpec(SOURCE_POOL_NAME, SOURCE_POOL_FILE, "eval-", 4, 65_536, 1000)
-POOLS = (TRAIN, SOURCE_POOL)
+POOLS = (TRAINING_POOL, SOURCE_POOL)
 
 
 @dataclass
@@ -174,7 +175,7 @@ def audit(scans: list[PoolScan], config: GeneratorConfig) -> dict:
     for scan in scans:
         data = scan.data()
         entry = {
-            "file": f"fairness/{scan.spec.file}",
+            "file": published(scan.spec.file),
             "task_ids": f"{scan.spec.task_id(0)} .. {scan.spec.task_id(scan.spec.size - 1)}",
             "seeds_scanned": {"first": scan.spec.first_seed, "last": scan.last_seed},
             "candidates": scan.candidates,
@@ -223,7 +224,7 @@ def audit(scans: list[PoolScan], config: GeneratorConfig) -> dict:
 
 def outputs(data_dir: Path) -> list[Path]:
     """The files :func:`build` produces in ``data_dir``, in order."""
-    return [data_dir / spec.file for spec in POOLS] + [data_dir / AUDIT_FILE]
+    return [data_dir / spec.file for spec in POOLS] + [data_dir / GENERATION_AUDIT_FILE]
 
 
 def build(data_dir: Path = DATA_DIR, config: GeneratorConfig = GeneratorConfig(), workers: int = 1
@@ -249,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = command_line(
         COMMAND,
         "Regenerate the 5,000-board training pool, the 1,000-board source pool and their "
-        "generation audit (fairness/source-pool-summary.json) from seeds.",
+        f"generation audit ({published(GENERATION_AUDIT_FILE)}) from seeds.",
         data_dir=DATA_DIR,
         workers=True,
     )

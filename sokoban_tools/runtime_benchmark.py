@@ -17,14 +17,13 @@ import subprocess
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
 from .board import ACTIONS, Board
 from .env import DEFAULT_MAX_STEPS, FairSokobanEnv
+from .layout import ROOT, TRAIN_DATA
 
-REPO = Path(__file__).resolve().parent.parent
 ACTORS = 8
 EPISODES = 12
 IMPORT_RUNS = 5
@@ -112,7 +111,7 @@ def _drop_in_figures(episodes: int) -> tuple[float, float, float, list[list[Boar
     from .tasks import load_training
     from .verl_agent import build_sokoban_envs
 
-    by_id = {row.task_id: row.board for row in load_training(REPO / "fairness/train.jsonl")}
+    by_id = {row.task_id: row.board for row in load_training(ROOT / TRAIN_DATA)}
     rng = random.Random(0)
     plan = [[[rng.choice(ACTIONS) for _ in range(ACTORS)] for _ in range(DEFAULT_MAX_STEPS)]
             for _ in range(episodes)]

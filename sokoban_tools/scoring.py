@@ -19,13 +19,14 @@ import numpy as np
 from sokoban_fairness import PUBLISHED_FILES
 
 from .episodes import EpisodeRecord, read_episodes
+from .layout import ROOT, VALIDATION_DATA
 from .protocol import STRATA, stratum_of
 from .records import DataError
 from .stats import wilson_interval
-from .tasks import EVALUATION_FILE, load_evaluation
+from .tasks import load_evaluation
 
-DEFAULT_EVALUATION = Path(__file__).resolve().parent.parent / EVALUATION_FILE
-REPLAY_HINT = "play the current fairness/evaluation.jsonl again and log every board of each pass"
+DEFAULT_EVALUATION = ROOT / VALIDATION_DATA
+REPLAY_HINT = f"play the current {VALIDATION_DATA} again and log every board of each pass"
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class BoardSet:
         """Read ``path``, refusing it unless it is the published evaluation file."""
         rows = load_evaluation(path)
         lengths = np.array([row.shortest_solution_length for row in rows])
-        return cls(PUBLISHED_FILES[EVALUATION_FILE]["sha256"], tuple(row.task_id for row in rows),
+        return cls(PUBLISHED_FILES[VALIDATION_DATA]["sha256"], tuple(row.task_id for row in rows),
                    lengths, np.array([stratum_of(int(n)) for n in lengths]))
 
 
@@ -100,7 +101,7 @@ def check_board_set(rows: list[LoggedRow], boards: BoardSet) -> None:
     if first.record.evaluation_sha256 != boards.sha256:
         raise DataError(
             f"{first.location}: evaluation_sha256 {first.record.evaluation_sha256} is not that of the "
-            f"published {EVALUATION_FILE} ({boards.sha256}): the log played another board set, such as "
+            f"published {VALIDATION_DATA} ({boards.sha256}): the log played another board set, such as "
             f"an old 1,000-row file or a stale copy; {REPLAY_HINT}")
 
 

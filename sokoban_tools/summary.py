@@ -17,12 +17,11 @@ from collections import Counter
 from pathlib import Path
 
 from .artifacts import command_line, json_document, publish, ready, sha256_bytes
-from .pools import DATA_DIR, SOURCE_POOL, TRAIN
-from .protocol import EVALUATION_FILE, PROTOCOL, STRATA, histogram, stratum_of
+from .layout import DATA_DIR, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE, VALIDATION_FILE, published
+from .protocol import PROTOCOL, STRATA, histogram, stratum_of
 from .records import REGENERATE_HINT, DataError, read_board_file
 
 COMMAND = "python -m sokoban_tools.summary"
-SUMMARY_FILE = "summary.json"
 MEAN_DECIMALS = 3
 
 
@@ -35,7 +34,7 @@ def file_statistics(data_dir: Path, file: str) -> dict:
     lengths = [row.shortest_solution_length for row in rows]
     strata = Counter(stratum_of(n) for n in lengths)
     return {
-        "file": f"fairness/{file}",
+        "file": published(file),
         "rows": len(rows),
         "sha256": sha256_bytes(data),
         "task_ids": {"first": rows[0].task_id, "last": rows[-1].task_id},
@@ -66,11 +65,11 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
         "protocol": PROTOCOL,
         "strata": {label: [low, high] for label, low, high in STRATA},
         "splits": {
-            "train": file_statistics(data_dir, TRAIN.file),
-            "validation": file_statistics(data_dir, EVALUATION_FILE),
+            "train": file_statistics(data_dir, TRAIN_FILE),
+            "validation": file_statistics(data_dir, VALIDATION_FILE),
         },
         "archive": {
-            "source_pool_1000": file_statistics(data_dir, SOURCE_POOL.file),
+            "source_pool_1000": file_statistics(data_dir, SOURCE_POOL_FILE),
         },
     }
     return {data_dir / SUMMARY_FILE: json_document(document)}
@@ -79,7 +78,7 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
 def main(argv: list[str] | None = None) -> int:
     parser = command_line(
         COMMAND,
-        description=f"Write fairness/{SUMMARY_FILE}: rows, SHA-256, length statistics and "
+        description=f"Write {published(SUMMARY_FILE)}: rows, SHA-256, length statistics and "
                     "stratum counts of the train and validation splits and the archived pool.",
         data_dir=DATA_DIR,
     )

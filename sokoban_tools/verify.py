@@ -35,23 +35,20 @@ import numpy as np
 
 from sokoban_render import TILE_SIZE, render_rgb
 
-from . import pools
 from .artifacts import command_line, json_document, publish, ready, sha256_bytes
 from .board import BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board, from_lurd, play
 from .images import replay_frames
-from .pools import DATA_DIR
-from .protocol import EVALUATION_FILE, PROTOCOL
+from .layout import (DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, TRAIN_FILE,
+                     TRAIN_POOL_NAME, VALIDATION_FILE, VERIFICATION_FILE, published)
+from .protocol import PROTOCOL
 from .records import BoardRow, DataError, read_board_file
 from .solver import shortest_solution
 from .symmetry import canonical_form
 
 COMMAND = "python -m sokoban_tools.verify"
-EVALUATION_REPORT = "verification.json"
-SOURCE_REPORT = "source-pool-verification.json"
-# (report name, file) of every board file, in the order uniqueness is checked.
-TRAIN = (pools.TRAIN.name, pools.TRAIN.file)
-SOURCE_POOL = (pools.SOURCE_POOL.name, pools.SOURCE_POOL.file)
-VALIDATION = ("validation", EVALUATION_FILE)
+VALIDATION_NAME = "validation"  # the validation set's name in the reports
+# (name in the reports, file) of every board file, in the order uniqueness is checked.
+BOARD_FILES = ((TRAIN_POOL_NAME, TRAIN_FILE), (SOURCE_POOL_NAME, SOURCE_POOL_FILE), (VALIDATION_NAME, VALIDATION_FILE))
 
 CHECKS = {
     "one_box_target_player": "the rendered start shows exactly one player, one box and one "
@@ -260,7 +257,7 @@ def verify_files(data_dir: Path, executor: Executor | None, timings: Timings
     next file overlaps checking this one."""
     started, reading = time.perf_counter(), 0.0
     read = []
-    for name, file in (TRAIN, SOURCE_POOL, VALIDATION):
+    for name, file in BOARD_FILES:
         opened = time.perf_counter()
         data, rows = read_board_file(data_dir / file)
         reading += time.perf_counter() - opened
@@ -277,7 +274,7 @@ def verify_files(data_dir: Path, executor: Executor | None, timings: Timings
             digest.update(bytes.fromhex(result.frames_sha256))
         timings.boards += len(boards)
         timings.frames += sum(result.frames for result in boards)
-        verified.append((rows, FileResult(name, f"fairness/{file}", sha256_bytes(data), boards, digest.hexdigest())))
+        verified.append((rows, FileResult(name, published(file), sha256_bytes(data), boards, digest.hexdigest())))
     timings.read += reading
     timings.replay += time.perf_counter() - started - reading
     return verified
@@ -389,21 +386,21 @@ def build(data_dir: Path = DATA_DIR, timings: Timings | None = None, workers: in
     finally:
         if executor is not None:
             executor.shutdown(cancel_futures=True)
-    source_uniqueness = check_uniqueness([train, pool], {TRAIN[0], SOURCE_POOL[0]}, timings)
+    source_uniqueness = check_uniqueness([train, pool], {TRAIN_POOL_NAME, SOURCE_POOL_NAME}, timings)
     # Validation boards are source-pool boards, so their scope is training plus themselves.
-    validation_uniqueness = check_uniqueness([train, validation], {VALIDATION[0]}, timings)
+    validation_uniqueness = check_uniqueness([train, validation], {VALIDATION_NAME}, timings)
     messages = [
         f"{data_dir / Path(r.file).name}:{b.line}: {b.task_id} failed "
         + "; ".join(f"{check}: {detail}" for check, detail in b.failures)
         for _, r in (train, pool, validation) for b in r.boards if b.failures
     ]
     files = {
-        data_dir / EVALUATION_REPORT: json_document(evaluation_report(
-            validation[1], f"within fairness/{VALIDATION[1]} and against fairness/{TRAIN[1]}",
+        data_dir / VERIFICATION_FILE: json_document(evaluation_report(
+            validation[1], f"within {published(VALIDATION_FILE)} and against {published(TRAIN_FILE)}",
             validation_uniqueness)),
-        data_dir / SOURCE_REPORT: json_document(source_report(
+        data_dir / SOURCE_POOL_VERIFICATION_FILE: json_document(source_report(
             {r.name: r for _, r in (train, pool)},
-            f"within and across fairness/{TRAIN[1]} and fairness/{SOURCE_POOL[1]}",
+            f"within and across {published(TRAIN_FILE)} and {published(SOURCE_POOL_FILE)}",
             source_uniqueness)),
     }
     return files, messages
@@ -414,12 +411,12 @@ def main(argv: list[str] | None = None) -> int:
         COMMAND,
         description="Verify all boards (RGB replay of the stored solution, exact shortest-path "
                     "search, board checks, uniqueness under the 8 symmetries) and write "
-                    f"fairness/{EVALUATION_REPORT} and fairness/{SOURCE_REPORT}.",
+                    f"{published(VERIFICATION_FILE)} and {published(SOURCE_POOL_VERIFICATION_FILE)}.",
         data_dir=DATA_DIR,
         workers=True,
     )
     args = parser.parse_args(argv)
-    if not ready([args.data_dir / EVALUATION_REPORT, args.data_dir / SOURCE_REPORT], args.check):
+    if not ready([args.data_dir / VERIFICATION_FILE, args.data_dir / SOURCE_POOL_VERIFICATION_FILE], args.check):
         return 1
     timings = Timings()
     started = time.perf_counter()

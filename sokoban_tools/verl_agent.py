@@ -45,11 +45,11 @@ from .board import Board
 from .env import ACTION_CHOICES, DEFAULT_MAX_STEPS, MODES, NO_ACTION, FairSokobanEnv, is_action
 from .episodes import EpisodeRecord, append_episodes
 from .generator import GeneratorConfig
+from .layout import ROOT, TRAIN_DATA, VALIDATION_DATA
 from .records import BoardRow
 from .sampler import TrainingSampler, validation_chunks
-from .tasks import EVALUATION_FILE, TRAIN_FILE, load_tasks
+from .tasks import load_tasks
 
-REPO = Path(__file__).resolve().parent.parent
 HUB_REPO_ID = "org/sokoban-fairness"
 DEFAULT_RESOURCES = MappingProxyType({"num_cpus": 0.1})
 FAIRNESS = GeneratorConfig()  # the generator settings the stored boards were made with
@@ -146,7 +146,7 @@ def load_boards(name: str, dataset_dir: Path | str | None = None, hub_revision: 
 
         path = hf_hub_download(hub_repo_id, name, repo_type="dataset", revision=hub_revision)
     else:
-        path = Path(REPO if dataset_dir is None else dataset_dir) / name
+        path = Path(ROOT if dataset_dir is None else dataset_dir) / name
     return load_tasks(path, name), PUBLISHED_FILES[name]["sha256"]
 
 
@@ -429,7 +429,7 @@ def build_sokoban_envs(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
     max_steps = check_env_kwargs(env_kwargs)
-    name = TRAIN_FILE if is_train else EVALUATION_FILE
+    name = TRAIN_DATA if is_train else VALIDATION_DATA
     rows, sha256 = load_boards(name, dataset_dir, hub_revision)
     return FairSokobanEnvs(
         rows, sha256, seed=seed, env_num=env_num, group_n=group_n, mode=mode, is_train=bool(is_train),

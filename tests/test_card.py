@@ -15,6 +15,7 @@ import sokoban_fairness
 from conftest import DATA_DIR, REPO
 from sokoban_tools import card
 from sokoban_tools.artifacts import publish
+from sokoban_tools.layout import CONFIGURATIONS
 from sokoban_tools.protocol import stratum_of
 from sokoban_tools.records import DataError
 
@@ -75,10 +76,15 @@ def test_card__pins_no_digest_of_a_file_with_a_bad_row(tmp_path, name, damage, p
     assert str(refused.value).startswith(f"{path}:42: ") and problem in str(refused.value)
 
 
+def test_layout__names_the_data_files_as_the_standalone_loading_script_does():
+    assert CONFIGURATIONS == sokoban_fairness.SPLIT_FILES
+    assert sokoban_fairness.TRAIN_FILE == CONFIGURATIONS["fairness"]["train"]
+
+
 def test_card__yaml_splits_count_the_rows_of_their_files():
     data = DatasetCard.load(README).data.to_dict()
     files = {c["config_name"]: {d["split"]: d["path"] for d in c["data_files"]} for c in data["configs"]}
-    assert files == card.SPLITS
+    assert files == CONFIGURATIONS
     for info in data["dataset_info"]:
         for split in info["splits"]:
             path = REPO / files[info["config_name"]][split["name"]]

@@ -26,9 +26,10 @@ from packaging.requirements import Requirement
 
 from conftest import REPO
 from sokoban_tools.artifacts import ready
-from sokoban_tools.repository import is_clone, outside_clone
+from sokoban_tools.layout import is_clone, outside_clone
 from sokoban_tools.sampler import TrainingSampler
-from sokoban_tools.tasks import EVALUATION_FILE, TRAIN_FILE, load_training
+from sokoban_tools.layout import TRAIN_DATA as TRAIN_FILE, VALIDATION_DATA as EVALUATION_FILE
+from sokoban_tools.tasks import load_training
 from unavailable import unavailable
 from venvs import Venv, require_venv, run_client
 

@@ -17,7 +17,8 @@ import pytest
 import sokoban_fairness
 from conftest import DATA_DIR, REPO
 from sokoban_tools.sampler import TrainingSampler, validation_chunks
-from sokoban_tools.tasks import EVALUATION_FILE, load_evaluation, load_tasks, load_training
+from sokoban_tools.layout import VALIDATION_DATA as EVALUATION_FILE
+from sokoban_tools.tasks import load_evaluation, load_tasks, load_training
 
 BATCH, GROUP = 128, 8
 
