@@ -63,7 +63,7 @@ def choose(observation: np.ndarray, follow: float, rng: np.random.Generator) -> 
         path = shortest_solution(board_seen(observation))
         if path:
             return path[0]
-    return int(rng.choice(ACTIONS))
+    return ACTIONS[int(rng.integers(len(ACTIONS)))]
 
 
 def play_pass(method: str, run: int, update: int, boards: list[BoardRow], digest: str) -> list[EpisodeRecord]:

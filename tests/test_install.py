@@ -139,7 +139,9 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
     from sokoban_tools.board import from_lurd
     from sokoban_tools.env import FairSokobanEnv
     from sokoban_tools.sampler import TrainingSampler, validation_chunks
+    from sokoban_tools.score import score
     from sokoban_tools.tasks import load_evaluation, load_training
+    from sokoban_tools.verl_agent import build_sokoban_envs
 
     boards = load_evaluation(ARGS["evaluation"])
     row = boards[0]
@@ -147,23 +149,40 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
     observation, info = env.reset(row)
     for action in from_lurd(row.shortest_solution):
         observation, reward, done, info = env.step(action)
+    # One validation pass through the verl-agent drop-in, each board played by its stored
+    # solution, logged and scored: runtime, episode log and scoring from the wheel.
+    envs = build_sokoban_envs(0, 128, 1, is_train=False, backend="local", dataset_dir=ARGS["data"],
+                              method="oracle", run="r0", episode_log="episodes.jsonl")
+    solutions = {r.task_id: from_lurd(r.shortest_solution) for r in boards}
+    envs.begin_pass(update=0)
+    for _ in range(envs.num_chunks):
+        envs.reset()
+        plans = [solutions[task] for task in envs.task_ids]
+        for turn in range(max(map(len, plans))):
+            envs.step([plan[turn] if turn < len(plan) else 0 for plan in plans])
+    envs.end_pass()
+    scored = score(["episodes.jsonl"], ARGS["evaluation"])
     training = [r.task_id for r in load_training(ARGS["train"])]
     batch = TrainingSampler(training, **ARGS["sampler"]).next_batch()
     report({
         "package": os.path.dirname(sokoban_tools.__file__),
         "rows": len(boards),
-        "won": info["won"], "done": done, "image": list(observation.image.shape),
+        "won": info["won"], "done": done, "image": list(observation.shape),
+        "scored": scored,
         "batch": list(batch.task_ids),
         "chunks": [len(chunk.task_ids) for chunk in validation_chunks([r.task_id for r in boards], 128)],
         "templates": sorted(os.listdir(os.path.join(os.path.dirname(sokoban_tools.__file__), "card_templates"))),
     })
-    ''', {"cwd": elsewhere, "evaluation": data / EVALUATION_FILE, "train": data / TRAIN_FILE, "sampler": SAMPLER})
+    ''', {"cwd": elsewhere, "data": data, "evaluation": data / EVALUATION_FILE, "train": data / TRAIN_FILE,
+        "sampler": SAMPLER})
     assert Path(result["package"]).parent.name == "site-packages"
     assert not Path(result["package"]).is_relative_to(REPO)
     assert result["rows"] == 256 and result["won"] and result["done"] and result["image"] == [96, 96, 3]
     expected = TrainingSampler([r.task_id for r in load_training(REPO / TRAIN_FILE)], **SAMPLER).next_batch()
     assert result["batch"] == list(expected.task_ids)  # the same draws as in the clone
     assert result["chunks"] == [128, 128]
+    groups = result["scored"]["groups"]
+    assert [(g["method"], g["boards"], g["wins"]) for g in groups] == [("oracle", 256, 256)]
     assert result["templates"] == sorted(p.name for p in (REPO / "sokoban_tools" / "card_templates").iterdir())
 
 
