@@ -35,11 +35,11 @@ from pathlib import Path
 
 # Standard library only, here and in the modules imported below (artifacts, protocol,
 # layout, records and the rules in board), so the rule runs on a bare Python; a test keeps it so.
-from sokoban_tools.artifacts import command_line, json_document, publish, ready, sha256_bytes
+from sokoban_tools.artifacts import command_line, json_document, run_command, sha256_bytes
 from sokoban_tools.layout import (DATA_DIR, GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE,
                                   SOURCE_POOL_NAME, VALIDATION_FILE, published)
 from sokoban_tools.protocol import EVALUATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
-from sokoban_tools.records import REGENERATE_HINT, BoardRow, DataError, parse_rows
+from sokoban_tools.records import REGENERATE_HINT, BoardRow, parse_rows
 
 COMMAND = "python select_evaluation_256.py"
 
@@ -259,6 +259,17 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
     return {data_dir / VALIDATION_FILE: data, data_dir / SELECTION_FILE: json_document(document)}
 
 
+def report(selection: dict) -> bool:
+    """Print each stratum's quota and the selected file's figures."""
+    for label, entry in selection["strata"].items():
+        print(f"{label} actions: {entry['source_boards']} source boards, exact quota "
+              f"{entry['exact_quota']} -> {entry['quota']} selected")
+    picked = selection["selected"]
+    print(f"{picked['rows']} boards, lengths {picked['shortest_solution_length']['min']}-"
+          f"{picked['shortest_solution_length']['max']}, sha256 {picked['sha256']}")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = command_line(
         COMMAND,
@@ -269,22 +280,13 @@ def main(argv: list[str] | None = None) -> int:
         data_dir=DATA_DIR,
     )
     args = parser.parse_args(argv)
-    if not ready([args.data_dir / VALIDATION_FILE, args.data_dir / SELECTION_FILE], args.check):
-        return 1
-    try:
+    outputs = [args.data_dir / VALIDATION_FILE, args.data_dir / SELECTION_FILE]
+
+    def selected() -> tuple[dict[Path, bytes], dict]:
         files = build(args.data_dir)
-    except (SelectionError, DataError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    ok = publish(files, args.check, COMMAND)
-    selection = json.loads(files[args.data_dir / SELECTION_FILE])
-    for label, entry in selection["strata"].items():
-        print(f"{label} actions: {entry['source_boards']} source boards, exact quota "
-              f"{entry['exact_quota']} -> {entry['quota']} selected")
-    picked = selection["selected"]
-    print(f"{picked['rows']} boards, lengths {picked['shortest_solution_length']['min']}-"
-          f"{picked['shortest_solution_length']['max']}, sha256 {picked['sha256']}")
-    return 0 if ok else 1
+        return files, json.loads(files[args.data_dir / SELECTION_FILE])
+
+    return run_command(COMMAND, args.check, outputs, selected, report)
 
 
 if __name__ == "__main__":

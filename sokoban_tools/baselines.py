@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts import command_line, publish
+from .artifacts import command_line, run_command
 from .board import ACTIONS, Board, from_lurd, layout, play
 from .env import DEFAULT_MAX_STEPS, step_reward
 from .layout import BASELINES_FILE, DATA_DIR, TRAIN_FILE, VALIDATION_FILE
@@ -266,12 +266,7 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
 def main(argv: list[str] | None = None) -> int:
     parser = command_line(COMMAND, description=__doc__.split("\n\n")[0], data_dir=DATA_DIR)
     args = parser.parse_args(argv)
-    try:
-        files = build(args.data_dir)
-    except DataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    return 0 if publish(files, args.check, COMMAND) else 1
+    return run_command(COMMAND, args.check, [args.data_dir / BASELINES_FILE], lambda: build(args.data_dir))
 
 
 if __name__ == "__main__":

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .artifacts import command_line, publish, sha256_file
+from .artifacts import command_line, run_command, sha256_file
 from .board import ACTIONS, BOX_ON_TARGET, PLAYER, TARGET, WALL, Board
 from .env import PLAYER_ON_TARGET, FairSokobanEnv
 from .episodes import EpisodeRecord
 from .layout import EXAMPLE_EPISODES
-from .records import BoardRow, DataError
+from .records import BoardRow
 from .scoring import DEFAULT_EVALUATION
 from .solver import shortest_solution
 from .tasks import load_evaluation
@@ -83,6 +83,10 @@ def play_pass(method: str, run: int, update: int, boards: list[BoardRow], digest
     return records
 
 
+def log_path(out_dir: Path, method: str) -> Path:
+    return out_dir / f"{method}.jsonl"
+
+
 def build(out_dir: Path = OUT_DIR, runs: int = RUNS, updates: tuple[int, ...] = UPDATES,
           evaluation: Path = DEFAULT_EVALUATION) -> dict[Path, bytes]:
     """One log per method holding all its runs and updates."""
@@ -93,7 +97,7 @@ def build(out_dir: Path = OUT_DIR, runs: int = RUNS, updates: tuple[int, ...] = 
         lines = [record.to_line() + "\n"
                  for update in updates for run in range(runs)
                  for record in play_pass(method, run, update, boards, digest)]
-        files[out_dir / f"{method}.jsonl"] = "".join(lines).encode("utf-8")
+        files[log_path(out_dir, method)] = "".join(lines).encode("utf-8")
     return files
 
 
@@ -106,12 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1 or any(u < 0 for u in args.updates):
         parser.error("--runs must be at least 1 and --updates non-negative")
-    try:
-        files = build(args.out, args.runs, tuple(args.updates))
-    except (DataError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    return 0 if publish(files, args.check, COMMAND) else 1
+    outputs = [log_path(args.out, method) for method in METHODS]
+    return run_command(COMMAND, args.check, outputs, lambda: build(args.out, args.runs, tuple(args.updates)))
 
 
 if __name__ == "__main__":

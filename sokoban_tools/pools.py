@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from tqdm import tqdm
 
-from .artifacts import command_line, json_document, publish, ready, sha256_bytes
+from .artifacts import command_line, json_document, run_command, sha256_bytes
 from .board import Board, Cell, Grid
 from .generator import GeneratorConfig, Rejection, generate
 from .layout import (DATA_DIR, GENERATION_AUDIT_FILE, SOURCE_POOL_FILE, SOURCE_POOL_NAME, TRAIN_FILE,
@@ -255,19 +255,22 @@ def main(argv: list[str] | None = None) -> int:
         workers=True,
     )
     args = parser.parse_args(argv)
-    if not ready(outputs(args.data_dir), args.check):  # before a minute of generating
-        return 1
     started = time.perf_counter()
-    scans, files = build(args.data_dir, workers=args.workers)
-    ok = publish(files, args.check, COMMAND)
-    elapsed = time.perf_counter() - started
-    for scan in scans:
-        rejected = sum(len(s) for s in scan.rejections.values())
-        print(f"{scan.spec.name}: {len(scan.lines)} boards from {scan.candidates} seeds "
-              f"({scan.spec.first_seed}..{scan.last_seed}); {rejected} rejected, "
-              f"{sum(scan.duplicates.values())} duplicates")
-    print(f"took {elapsed:.1f} s")
-    return 0 if ok else 1
+
+    def scanned() -> tuple[dict[Path, bytes], list[PoolScan]]:
+        scans, files = build(args.data_dir, workers=args.workers)
+        return files, scans
+
+    def report(scans: list[PoolScan]) -> bool:
+        for scan in scans:
+            rejected = sum(len(s) for s in scan.rejections.values())
+            print(f"{scan.spec.name}: {len(scan.lines)} boards from {scan.candidates} seeds "
+                  f"({scan.spec.first_seed}..{scan.last_seed}); {rejected} rejected, "
+                  f"{sum(scan.duplicates.values())} duplicates")
+        print(f"took {time.perf_counter() - started:.1f} s")
+        return True
+
+    return run_command(COMMAND, args.check, outputs(args.data_dir), scanned, report)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .artifacts import command_line, json_document, publish, ready, sha256_bytes
+from .artifacts import command_line, json_document, run_command, sha256_bytes
 from .layout import DATA_DIR, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE, VALIDATION_FILE, published
 from .protocol import PROTOCOL, STRATA, histogram, stratum_of
 from .records import REGENERATE_HINT, DataError, read_board_file
@@ -83,15 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         data_dir=DATA_DIR,
     )
     args = parser.parse_args(argv)
-    if not ready([args.data_dir / SUMMARY_FILE], args.check):
-        return 1
-    try:
-        files = build(args.data_dir)
-    except DataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    ok = publish(files, args.check, COMMAND)
-    return 0 if ok else 1
+    return run_command(COMMAND, args.check, [args.data_dir / SUMMARY_FILE], lambda: build(args.data_dir))
 
 
 if __name__ == "__main__":

@@ -35,13 +35,13 @@ import numpy as np
 
 from sokoban_render import TILE_SIZE, render_rgb
 
-from .artifacts import command_line, json_document, publish, ready, sha256_bytes
+from .artifacts import command_line, json_document, run_command, sha256_bytes
 from .board import BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board, from_lurd, play
 from .images import replay_frames
 from .layout import (DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, TRAIN_FILE,
                      TRAIN_POOL_NAME, VALIDATION_FILE, VERIFICATION_FILE, published)
 from .protocol import PROTOCOL
-from .records import BoardRow, DataError, read_board_file
+from .records import BoardRow, read_board_file
 from .solver import shortest_solution
 from .symmetry import canonical_form
 
@@ -416,24 +416,25 @@ def main(argv: list[str] | None = None) -> int:
         workers=True,
     )
     args = parser.parse_args(argv)
-    if not ready([args.data_dir / VERIFICATION_FILE, args.data_dir / SOURCE_POOL_VERIFICATION_FILE], args.check):
-        return 1
     timings = Timings()
     started = time.perf_counter()
-    try:
+
+    def verified() -> tuple[dict[Path, bytes], tuple[list[str], float]]:
         files, messages = build(args.data_dir, timings, args.workers)
-    except DataError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    elapsed = time.perf_counter() - started
-    ok = publish(files, args.check, COMMAND)
-    for message in messages:
-        print(message, file=sys.stderr)
-    print(f"verified {timings.boards:,} boards ({timings.frames:,} frames rendered) in {elapsed:.2f} s: "
-          f"reading {timings.read:.2f} s, replay and search {timings.replay:.2f} s, "
-          f"symmetry {timings.symmetry:.2f} s")
-    print(f"{len(messages)} board{'s' * (len(messages) != 1)} failed" if messages else "all boards passed")
-    return 0 if ok and not messages else 1
+        return files, (messages, time.perf_counter() - started)
+
+    def report(found: tuple[list[str], float]) -> bool:
+        messages, elapsed = found
+        for message in messages:
+            print(message, file=sys.stderr)
+        print(f"verified {timings.boards:,} boards ({timings.frames:,} frames rendered) in {elapsed:.2f} s: "
+              f"reading {timings.read:.2f} s, replay and search {timings.replay:.2f} s, "
+              f"symmetry {timings.symmetry:.2f} s")
+        print(f"{len(messages)} board{'s' * (len(messages) != 1)} failed" if messages else "all boards passed")
+        return not messages
+
+    outputs = [args.data_dir / VERIFICATION_FILE, args.data_dir / SOURCE_POOL_VERIFICATION_FILE]
+    return run_command(COMMAND, args.check, outputs, verified, report)
 
 
 if __name__ == "__main__":
