@@ -191,25 +191,18 @@ def read_pool(data_dir: Path) -> tuple[bytes, list[BoardRow]]:
     return data, rows
 
 
-def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
-    """Apply the rule to the pool in ``data_dir``; the two files it produces."""
-    pool_data, rows = read_pool(data_dir)
-    strata = stratify(rows, data_dir / SOURCE_POOL_FILE)
-    quotas = hamilton_quotas({label: len(members) for label, members in strata.items()}, EVALUATION_SIZE)
-    chosen: dict[str, list[BoardRow]] = {
-        q.label: sorted(strata[q.label], key=lambda row: rank_key(row.task_id))[: q.quota]
-        for q in quotas
-    }
-    selected_ids = {row.task_id for members in chosen.values() for row in members}
-    selected = [row for row in rows if row.task_id in selected_ids]  # source order
-    data = "".join(row.line + "\n" for row in selected).encode("utf-8")
+def choose(strata: dict[str, list[BoardRow]], quotas: list[Quota]) -> dict[str, list[BoardRow]]:
+    """Each stratum's first quota boards in rank order (the rule's step 3)."""
+    return {q.label: sorted(strata[q.label], key=lambda row: rank_key(row.task_id))[: q.quota] for q in quotas}
 
-    stratum_entries = {}
-    for (label, low, high), q in zip(STRATA, quotas):
-        stratum_entries[label] = {
+
+def stratum_entries(pool_rows: int, quotas: list[Quota], chosen: dict[str, list[BoardRow]]) -> dict[str, dict]:
+    """The selection record of every stratum: its span, quota arithmetic and selected IDs."""
+    return {
+        label: {
             "shortest_solution_length": [low, high],
             "source_boards": q.boards,
-            "proportion": exact_text(Fraction(q.boards, len(rows))),
+            "proportion": exact_text(Fraction(q.boards, pool_rows)),
             "exact_quota": exact_text(q.exact),
             "floor": q.floor,
             "remainder": exact_text(q.remainder),
@@ -219,7 +212,14 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
             "selected_shortest_solution_length": length_range(chosen[label]),
             "selected_task_ids": [row.task_id for row in chosen[label]],
         }
-    document = {
+        for (label, low, high), q in zip(STRATA, quotas)
+    }
+
+
+def selection_record(pool_data: bytes, rows: list[BoardRow], quotas: list[Quota],
+                     chosen: dict[str, list[BoardRow]], selected: list[BoardRow], data: bytes) -> dict:
+    """The selection file: the rule, its input, each stratum's arithmetic and the output."""
+    return {
         "protocol": PROTOCOL,
         "command": COMMAND,
         "rule": RULE,
@@ -244,7 +244,7 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
             "extra_places": sum(q.extra_seat for q in quotas),
             "selected": sum(q.quota for q in quotas),
         },
-        "strata": stratum_entries,
+        "strata": stratum_entries(len(rows), quotas, chosen),
         "selected": {
             "file": published(VALIDATION_FILE),
             "sha256": sha256_bytes(data),
@@ -256,7 +256,19 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
             },
         },
     }
-    return {data_dir / VALIDATION_FILE: data, data_dir / SELECTION_FILE: json_document(document)}
+
+
+def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
+    """Apply the rule to the pool in ``data_dir``; the two files it produces."""
+    pool_data, rows = read_pool(data_dir)
+    strata = stratify(rows, data_dir / SOURCE_POOL_FILE)
+    quotas = hamilton_quotas({label: len(members) for label, members in strata.items()}, EVALUATION_SIZE)
+    chosen = choose(strata, quotas)
+    selected_ids = {row.task_id for members in chosen.values() for row in members}
+    selected = [row for row in rows if row.task_id in selected_ids]  # source order
+    data = "".join(row.line + "\n" for row in selected).encode("utf-8")
+    record = selection_record(pool_data, rows, quotas, chosen, selected, data)
+    return {data_dir / VALIDATION_FILE: data, data_dir / SELECTION_FILE: json_document(record)}
 
 
 def report(selection: dict) -> bool:

@@ -43,6 +43,10 @@ GOALS = {"generator": "≤ 0.14 ms, ≥ 20× faster", "pools": "≤ 5 s", "repro
 SCORED_GROUPS = 100
 
 
+class BenchmarkError(RuntimeError):
+    """A measurement would compare nothing: the original disagrees, or a command fails."""
+
+
 def _cpu_seconds(function) -> float:
     """CPU seconds of this process running ``function``: on a shared machine, steadier
     than wall time, and the same on an idle one for single-threaded work."""
@@ -89,10 +93,10 @@ def _check_original_agrees(seeds, boards: list[Board]) -> None:
     for seed in seeds:
         made, ours = original.generate(seed), generate(seed)
         if (made is None) != isinstance(ours, Rejection) or (made and Board.from_rooms(*made) != ours):
-            raise SystemExit(f"benchmark: the original generator disagrees with ours on seed {seed}")
+            raise BenchmarkError(f"the original generator disagrees with ours on seed {seed}")
     for board in boards:
         if original.shortest_solution(*original.rooms_of(board)) != shortest_solution(board):
-            raise SystemExit(f"benchmark: the original solver disagrees with ours on\n{board.xsb()}")
+            raise BenchmarkError(f"the original solver disagrees with ours on\n{board.xsb()}")
 
 
 def _children_cpu_seconds() -> float:
@@ -108,7 +112,7 @@ def _command_time(*args: str) -> str:
     done = subprocess.run([sys.executable, "-m", *args, "--check"], cwd=ROOT, capture_output=True, text=True)
     elapsed, cpu = time.perf_counter() - started, _children_cpu_seconds() - cpu
     if done.returncode:
-        raise SystemExit(f"benchmark: `python -m {' '.join(args)} --check` failed:\n{done.stdout}{done.stderr}")
+        raise BenchmarkError(f"`python -m {' '.join(args)} --check` failed:\n{done.stdout}{done.stderr}")
     return f"{elapsed:.1f} s ({cpu:.1f} s CPU)"
 
 
@@ -199,7 +203,7 @@ def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str
     ``load`` is the machine's 1-minute load average before and after measuring:
     other work on the machine slows the wall times most."""
     lines = [
-        "# Benchmarks",
+        card.BENCHMARKS_TITLE,
         "",
         f"Measured with `python -m sokoban_tools benchmark --write` on {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, load average {load[0]} before and {load[1]} after. "
@@ -220,7 +224,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the figures to BENCHMARKS.md and rewrite the card, which quotes them")
     args = parser.parse_args(argv)
     before = _load_average()
-    table = measure()
+    try:
+        table = measure()
+    except BenchmarkError as err:
+        print(f"benchmark: {err}", file=sys.stderr)
+        return 1
     text = report(table, (before, _load_average()))
     print(text)
     if not args.write:

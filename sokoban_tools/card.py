@@ -19,17 +19,17 @@ import sys
 from pathlib import Path
 
 from . import compare
-from .artifacts import command_line, publish, ready, sha256_bytes
+from .artifacts import command_line, run_command, sha256_bytes
 from .baselines import HORIZON, POLICIES
 from .board import from_lurd
 from .env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from .figures import board_sheet, length_histogram, line_chart, replay_strip
 from .layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
-                     DATA_README, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE, LEARNING_CURVES_IMAGE,
+                     DATA_FOLDER, DATA_README, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE, LEARNING_CURVES_IMAGE,
                      LENGTHS_IMAGE, LOADING_SCRIPT, REPLAY_IMAGE, ROOT, RUNTIME_EXAMPLE, SELECTION_FILE,
                      SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA,
                      TRAIN_POOL_NAME, VALIDATION_DATA, VERIFICATION_FILE, published)
-from .records import BoardRow, DataError, read_board_file, read_rows
+from .records import BoardRow, read_board_file, read_rows
 from .release import (FLAG, NOT_WITH_CHECK, Release, ReleaseError, changelog_versions, pinned_release,
                       release_to_pin)
 
@@ -140,18 +140,52 @@ def front_matter(files: dict[str, dict]) -> str:
     return "\n".join(out) + "\n"
 
 
-def fill(template: str, values: dict[str, object]) -> str:
-    """Replace every ``{{ name }}`` in ``template``; an unknown name is an error."""
+class CardError(ValueError):
+    """The card cannot be written: a report is missing or stale, or a template is wrong."""
+
+
+REGENERATE = "regenerate the reports first with `python -m sokoban_tools reproduce`"
+BENCHMARKS_TITLE = "# Benchmarks"
+BENCHMARKS_TABLE = "| What |"  # the header row of the figures table
+
+
+def fill(template: str, values: dict[str, object], source: str = "card template") -> str:
+    """Replace every ``{{ name }}`` in ``template``; an unknown name is a template error."""
     def value(match):
         key = match.group(1)
         if key not in values:
-            raise KeyError(f"card template names {key!r}, which no report provides")
+            raise CardError(f"{source}: template error: it names {{{{ {key} }}}}, which no report provides; "
+                            f"fix the template, or add the figure to sokoban_tools/card.py")
         return str(values[key])
     return re.sub(r"\{\{ (\w+) \}\}", value, template)
 
 
+def _read_text(path: Path, fix: str = REGENERATE) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise CardError(f"{path}: cannot be read ({err.strerror}); {fix}") from None
+
+
 def _read_json(repo: Path, name: str) -> dict:
-    return json.loads((repo / name).read_text(encoding="utf-8"))
+    path = repo / name
+    try:
+        return json.loads(_read_text(path))
+    except ValueError as err:
+        if isinstance(err, CardError):
+            raise
+        raise CardError(f"{path}: is not JSON ({err}); {REGENERATE}") from None
+
+
+def benchmarks_text(path: Path) -> str:
+    """What the card quotes of BENCHMARKS.md: everything after its title line, which
+    must hold the figures table; written by ``python -m sokoban_tools benchmark --write``."""
+    fix = "write it with `python -m sokoban_tools benchmark --write`"
+    title, _, body = _read_text(path, fix).partition("\n")
+    if title.strip() != BENCHMARKS_TITLE or BENCHMARKS_TABLE not in body:
+        raise CardError(f"{path}: expected the title line {BENCHMARKS_TITLE!r} and a table whose header "
+                        f"starts {BENCHMARKS_TABLE!r}; {fix}")
+    return body.strip()
 
 
 def _count(n: int) -> str:
@@ -162,42 +196,44 @@ def _table(rows: list[list[object]]) -> str:
     return "\n".join("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)
 
 
-def card_values(repo: Path, release: Release, summary: dict, validation: list[BoardRow]
-                ) -> dict[str, object]:
-    """Every figure the card templates name, read from the generated reports."""
-    files = release.files
-    audit = _read_json(repo, published(GENERATION_AUDIT_FILE))
-    selection = _read_json(repo, published(SELECTION_FILE))
-    verification = _read_json(repo, published(VERIFICATION_FILE))
-    pool_verification = _read_json(repo, published(SOURCE_POOL_VERIFICATION_FILE))
-    train, pool = audit["pools"][TRAIN_POOL_NAME], audit["pools"][SOURCE_POOL_NAME]
-    splits = {**summary["splits"], **summary["archive"]}
-    strata = selection["strata"]
-    strata_rows = [
+def strata_table(selection: dict) -> str:
+    """The selection's strata: source boards, share, exact and final quota, and the total."""
+    rows = [
         [f"{low}–{high} actions", _count(s["source_boards"]),
          f"{float(s['proportion']):.1%}", s["exact_quota"], s["quota"]]
-        for s in strata.values()
+        for s in selection["strata"].values()
         for low, high in [s["shortest_solution_length"]]
     ]
-    strata_rows.append(["Total", _count(selection["quota_totals"]["source_boards"]), "100%",
-                        selection["size"], selection["quota_totals"]["selected"]])
-    stats_rows = [["Split", "File", "Rows", "Mean length", "Lengths", *[f"{k} actions" for k in summary["strata"]]],
-                  ["---"] * (5 + len(summary["strata"]))]
+    rows.append(["Total", _count(selection["quota_totals"]["source_boards"]), "100%",
+                 selection["size"], selection["quota_totals"]["selected"]])
+    return _table(rows)
+
+
+def statistics_tables(summary: dict) -> str:
+    """Rows and length statistics per split, then boards per shortest solution length."""
+    splits = {**summary["splits"], **summary["archive"]}
+    strata = summary["strata"]
+    stats_rows = [["Split", "File", "Rows", "Mean length", "Lengths", *[f"{k} actions" for k in strata]],
+                  ["---"] * (5 + len(strata))]
     for name, split in splits.items():
         lengths = split["shortest_solution_length"]
         stats_rows.append([name, f"`{split['file']}`", _count(split["rows"]), lengths["mean"],
-                           f"{lengths['min']}–{lengths['max']}",
-                           *[_count(split["strata"][k]) for k in summary["strata"]]])
-    all_lengths = sorted({int(n) for split in splits.values() for n in split["shortest_solution_length"]["histogram"]})
+                           f"{lengths['min']}–{lengths['max']}", *[_count(split["strata"][k]) for k in strata]])
+    histograms = [split["shortest_solution_length"]["histogram"] for split in splits.values()]
     hist_rows = [["Length", *splits], ["---"] * (1 + len(splits))]
-    for n in all_lengths:
-        hist_rows.append([n, *[split["shortest_solution_length"]["histogram"].get(str(n), 0) for split in splits.values()]])
+    for n in sorted({int(n) for histogram in histograms for n in histogram}):
+        hist_rows.append([n, *[histogram.get(str(n), 0) for histogram in histograms]])
+    return _table(stats_rows) + "\n\nBoards per shortest solution length:\n\n" + _table(hist_rows)
+
+
+def verification_summary(verification: dict, pool_verification: dict) -> str:
+    """The two verification reports in two sentences each."""
     totals = verification["totals"]
     check_names = ", ".join(f"{name.replace('_', ' ')} {c['passed']}/{c['passed'] + c['failed']}"
                             for name, c in totals["checks"].items())
     pool_totals = pool_verification["totals"]
     uniqueness = pool_verification["uniqueness"]
-    verification_text = (
+    return (
         f"`{published(VERIFICATION_FILE)}`: {totals['passed']} of {totals['boards']} validation boards pass "
         f"every check ({check_names}); {_count(totals['frames'])} game frames were rendered in the RGB "
         f"replays, digest `{verification['frames_sha256']}`.\n\n"
@@ -207,22 +243,27 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         f"{_count(uniqueness['distinct_under_symmetry'])} of {_count(uniqueness['boards'])} are distinct "
         f"under the 8 symmetries within and across both files."
     )
-    checksums = _table([[f"`{name}`", _count(e["rows"]), _count(e["bytes"]), f"`{e['sha256']}`"]
-                        for name, e in files.items()])
-    benchmarks = repo / BENCHMARKS
+
+
+def release_values(release: Release) -> dict[str, object]:
+    """The release, its row counts and digests, and the checksums table."""
+    files = release.files
     return {
-        "protocol": selection["protocol"],
         "release": release.version,
         "train_rows": _count(files[TRAIN_DATA]["rows"]),
         "validation_rows": _count(files[VALIDATION_DATA]["rows"]),
         "pool_rows": _count(files[SOURCE_POOL_DATA]["rows"]),
         "pool_sha256": files[SOURCE_POOL_DATA]["sha256"],
         "validation_sha256": files[VALIDATION_DATA]["sha256"],
-        "strata_table": _table(strata_rows),
-        "extra_places": selection["quota_totals"]["extra_places"],
-        "quotas": "/".join(str(s["quota"]) for s in strata.values()),
-        "selected_min": selection["selected"]["shortest_solution_length"]["min"],
-        "selected_max": selection["selected"]["shortest_solution_length"]["max"],
+        "checksums_table": _table([[f"`{name}`", _count(e["rows"]), _count(e["bytes"]), f"`{e['sha256']}`"]
+                                   for name, e in files.items()]),
+    }
+
+
+def generation_values(audit: dict) -> dict[str, object]:
+    """The generator's settings and the seeds each pool scanned, from the generation audit."""
+    train, pool = audit["pools"][TRAIN_POOL_NAME], audit["pools"][SOURCE_POOL_NAME]
+    return {
         "pool_min": pool["shortest_solution_length"]["min"],
         "pool_max": pool["shortest_solution_length"]["max"],
         "search_depth": audit["generator"]["parameters"]["search_depth"],
@@ -231,14 +272,36 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "train_last_seed": _count(train["seeds_scanned"]["last"]),
         "pool_first_seed": _count(pool["seeds_scanned"]["first"]),
         "pool_last_seed": _count(pool["seeds_scanned"]["last"]),
-        "statistics_table": _table(stats_rows) + "\n\nBoards per shortest solution length:\n\n" + _table(hist_rows),
-        "verification_summary": verification_text,
-        "checksums_table": checksums,
-        "example": (repo / EXAMPLE).read_text(encoding="utf-8").strip(),
-        "runtime_example": (repo / RUNTIME_EXAMPLE).read_text(encoding="utf-8").strip(),
+    }
+
+
+def selection_values(selection: dict) -> dict[str, object]:
+    """The protocol, its strata table, quotas and the selected span."""
+    return {
+        "protocol": selection["protocol"],
+        "strata_table": strata_table(selection),
+        "extra_places": selection["quota_totals"]["extra_places"],
+        "quotas": "/".join(str(s["quota"]) for s in selection["strata"].values()),
+        "selected_min": selection["selected"]["shortest_solution_length"]["min"],
+        "selected_max": selection["selected"]["shortest_solution_length"]["max"],
+    }
+
+
+def card_values(repo: Path, release: Release, summary: dict, validation: list[BoardRow]
+                ) -> dict[str, object]:
+    """Every figure the card templates name, read from the generated reports."""
+    return {
+        **release_values(release),
+        **generation_values(_read_json(repo, published(GENERATION_AUDIT_FILE))),
+        **selection_values(_read_json(repo, published(SELECTION_FILE))),
+        "statistics_table": statistics_tables(summary),
+        "verification_summary": verification_summary(_read_json(repo, published(VERIFICATION_FILE)),
+                                                     _read_json(repo, published(SOURCE_POOL_VERIFICATION_FILE))),
+        "example": _read_text(repo / EXAMPLE, "restore it from git").strip(),
+        "runtime_example": _read_text(repo / RUNTIME_EXAMPLE, "restore it from git").strip(),
         "example_row": validation[0].line,
         "example_xsb": validation[0].board.xsb(),
-        "benchmarks": benchmarks.read_text(encoding="utf-8").split("\n", 2)[2].strip(),
+        "benchmarks": benchmarks_text(repo / BENCHMARKS),
         "citation": _citation(repo),
         "rewards": (f"{STEP_PENALTY:+g} a step, {BOX_ON_TARGET_REWARD:+g} box onto target, "
                     f"{BOX_OFF_TARGET_PENALTY:+g} off, {WIN_REWARD:+g} solved, "
@@ -317,8 +380,11 @@ def example_values(report: dict) -> dict[str, object]:
 
 def _citation(repo: Path) -> str:
     """The BibTeX entry of the loading script, so card and script cite alike."""
-    text = (repo / LOADING_SCRIPT).read_text(encoding="utf-8")
-    return re.search(r'_CITATION = """(.*?)"""', text, re.S).group(1)
+    path = repo / LOADING_SCRIPT
+    citation = re.search(r'_CITATION = """(.*?)"""', _read_text(path, "restore it from git"), re.S)
+    if citation is None:
+        raise CardError(f'{path}: has no _CITATION = """...""" entry for the card to quote; restore it from git')
+    return citation.group(1)
 
 
 def outputs(repo: Path) -> list[Path]:
@@ -327,32 +393,42 @@ def outputs(repo: Path) -> list[Path]:
                                      LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE)]
 
 
+def _template(name: str, values: dict[str, object]) -> str:
+    """The card template ``name`` filled with ``values``."""
+    path = TEMPLATES / name
+    return fill(_read_text(path, "reinstall sokoban_tools, whose card_templates/ it belongs to"), values, str(path))
+
+
 def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     """The loading script, the dataset card and fairness/README.md as they should be;
     :class:`ReleaseError` if the data files differ from the pinned release and
-    ``new_release`` does not declare a new one."""
+    ``new_release`` does not declare a new one, :class:`CardError` if a report or
+    template cannot be used."""
     release = release_of(repo, published_files(repo), new_release)
     summary = _read_json(repo, published(SUMMARY_FILE))
     validation = read_rows(repo / VALIDATION_DATA)
     baselines = _read_json(repo, published(BASELINES_FILE))
     example = example_report(repo)
-    values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
-              **example_values(example)}
-    card = front_matter(release.files) + fill((TEMPLATES / "README.md").read_text(encoding="utf-8"), values)
-    data_readme = fill((TEMPLATES / "fairness-README.md").read_text(encoding="utf-8"), values)
-    histograms = {
-        f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
-        for name, split in {**summary["splits"], **summary["archive"]}.items()
-    }
     first = validation[0]
+    try:  # the reports' entries, read where each figure is made
+        values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
+                  **example_values(example)}
+        histograms = {
+            f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
+            for name, split in {**summary["splits"], **summary["archive"]}.items()
+        }
+        success_picture = baselines_picture(baselines)
+    except KeyError as err:
+        raise CardError(f"the reports under {DATA_FOLDER}/ lack the entry {err}, so they predate this code; "
+                        f"{REGENERATE}") from None
     return dict(zip(outputs(repo), (
         loading_script(repo, release),
-        card.encode("utf-8"),
-        data_readme.encode("utf-8"),
+        (front_matter(release.files) + _template("README.md", values)).encode("utf-8"),
+        _template("fairness-README.md", values).encode("utf-8"),
         board_sheet(validation[:16]),
         replay_strip(first.board, from_lurd(first.shortest_solution)),
         length_histogram(histograms),
-        baselines_picture(baselines),
+        success_picture,
         compare.learning_curves(example),
     )))
 
@@ -365,18 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.check and args.new_release:
         parser.error(NOT_WITH_CHECK)
-    if not ready(outputs(REPO), args.check):
-        return 1
-    try:
-        files = build(new_release=args.new_release)
-    except ReleaseError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    except (DataError, OSError, KeyError, ValueError) as err:
-        print(f"error: the card cannot be written from the reports ({type(err).__name__}: {err}); "
-              f"regenerate them first with `python -m sokoban_tools reproduce`", file=sys.stderr)
-        return 1
-    return 0 if publish(files, args.check, COMMAND) else 1
+    return run_command(COMMAND, args.check, outputs(REPO), lambda: build(new_release=args.new_release))
 
 
 if __name__ == "__main__":
