@@ -1,4 +1,8 @@
-# Run from the root of a clone of this repository: python -m examples.play_validation_board
+# Run from the root of a clone of this repository: python -m examples.play_validation_board [OUT.gif]
+import sys
+import tempfile
+from pathlib import Path
+
 from sokoban_tools.board import from_lurd
 from sokoban_tools.env import FairSokobanEnv
 from sokoban_tools.images import save_gif
@@ -12,5 +16,6 @@ frames = [observation]  # (96, 96, 3) uint8, the image the model sees
 for action in from_lurd(row.shortest_solution):  # stored for audit; an agent never sees it
     observation, reward, done, info = env.step(action)
     frames.append(observation)
-save_gif("validation-board.gif", frames, duration_ms=400)
-print(f"{row.task_id}: won={info['won']} in {env.num_env_steps} actions; wrote validation-board.gif")
+out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "validation-board.gif"
+save_gif(out, frames, duration_ms=400)
+print(f"{row.task_id}: won={info['won']} in {env.num_env_steps} actions; wrote {out}")
