@@ -39,7 +39,7 @@ from sokoban_tools.artifacts import command_line, json_document, run_command, sh
 from sokoban_tools.layout import (DATA_DIR, GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE,
                                   SOURCE_POOL_NAME, VALIDATION_FILE, published)
 from sokoban_tools.protocol import EVALUATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
-from sokoban_tools.records import REGENERATE_HINT, BoardRow, parse_rows
+from sokoban_tools.data.records import REGENERATE_HINT, BoardRow, parse_rows
 
 COMMAND = "python select_evaluation_256.py"
 

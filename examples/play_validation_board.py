@@ -3,10 +3,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sokoban_tools.board import from_lurd
-from sokoban_tools.env import FairSokobanEnv
-from sokoban_tools.images import save_gif
-from sokoban_tools.tasks import load_evaluation
+from sokoban_tools.rules.board import from_lurd
+from sokoban_tools.rules.images import save_gif
+from sokoban_tools.runtime.env import FairSokobanEnv
+from sokoban_tools.runtime.tasks import load_evaluation
 
 boards = load_evaluation("fairness/evaluation.jsonl")  # the validation split; checks its 256 rows and SHA-256
 row = boards[0]

@@ -16,7 +16,7 @@ import sys
 import time
 
 from .artifacts import clear_interrupted_writes
-from .release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
+from .publish.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 from .layout import DATA_FOLDER, IMAGES_FOLDER, ROOT, SELECTOR, outside_clone
 
 REPO = ROOT
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "benchmark":
         # Imported here: it loads the datasets library, the card and the verifier,
         # which reproducing does not need in this process.
-        from . import benchmark
+        from .publish import benchmark
 
         return benchmark.main(rest)
     if rest:

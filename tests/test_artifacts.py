@@ -18,7 +18,9 @@ import pytest
 
 import select_evaluation_256 as selector
 from conftest import DATA_DIR, REPO
-from sokoban_tools import artifacts, pools, summary, verify
+from sokoban_tools import artifacts
+from sokoban_tools.data import pools
+from sokoban_tools.verification import summary, verify
 from sokoban_tools.artifacts import JOURNAL, REPRODUCE, clear_interrupted_writes, publish
 from sokoban_tools.layout import (GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE,
                                   VALIDATION_FILE, VERIFICATION_FILE)

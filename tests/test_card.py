@@ -13,11 +13,11 @@ from huggingface_hub import DatasetCard
 
 import sokoban_fairness
 from conftest import DATA_DIR, REPO
-from sokoban_tools import card
+from sokoban_tools.publish import card
 from sokoban_tools.artifacts import publish
 from sokoban_tools.layout import CONFIGURATIONS
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.records import DataError
+from sokoban_tools.data.records import DataError
 
 README = REPO / "README.md"
 

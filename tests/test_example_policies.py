@@ -3,10 +3,10 @@ schema, scored and compared by the commands."""
 
 import pytest
 
-from sokoban_tools import compare, example_policies, score
-from sokoban_tools.env import BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
-from sokoban_tools.episodes import read_episodes
-from sokoban_tools.tasks import load_evaluation
+from sokoban_tools.evaluation import compare, example_policies, score
+from sokoban_tools.runtime.env import BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from sokoban_tools.runtime.episodes import read_episodes
+from sokoban_tools.runtime.tasks import load_evaluation
 
 
 @pytest.fixture(scope="module")

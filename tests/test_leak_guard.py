@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from sokoban_tools.board import from_lurd
-from sokoban_tools.env import MODES, FairSokobanEnv
-from sokoban_tools.records import BoardRow
-from sokoban_tools.tasks import load_evaluation
+from sokoban_tools.rules.board import from_lurd
+from sokoban_tools.runtime.env import MODES, FairSokobanEnv
+from sokoban_tools.data.records import BoardRow
+from sokoban_tools.runtime.tasks import load_evaluation
 
 SEQUENCES_PER_ROW = 3
 

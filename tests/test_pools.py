@@ -9,17 +9,17 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from conftest import DATA_DIR
-from sokoban_tools import pools
+from sokoban_tools.data import pools
 from traces import load_traces
 from sokoban_tools.artifacts import publish, sha256_file
-from sokoban_tools.board import from_lurd, play
-from sokoban_tools.generator import GeneratorConfig
+from sokoban_tools.rules.board import from_lurd, play
+from sokoban_tools.data.generator import GeneratorConfig
 from sokoban_tools.layout import GENERATION_AUDIT_FILE
-from sokoban_tools.pools import POOLS, SOURCE_POOL, TRAINING_POOL, candidate_stream, scan_pool
+from sokoban_tools.data.pools import POOLS, SOURCE_POOL, TRAINING_POOL, candidate_stream, scan_pool
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.records import ROW_KEYS
-from sokoban_tools.solver import shortest_solution
-from sokoban_tools.symmetry import canonical_form
+from sokoban_tools.data.records import ROW_KEYS
+from sokoban_tools.rules.solver import shortest_solution
+from sokoban_tools.rules.symmetry import canonical_form
 
 
 @pytest.fixture(scope="module")

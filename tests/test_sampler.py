@@ -16,9 +16,9 @@ import pytest
 
 import sokoban_fairness
 from conftest import DATA_DIR, REPO
-from sokoban_tools.sampler import TrainingSampler, validation_chunks
+from sokoban_tools.runtime.sampler import TrainingSampler, validation_chunks
 from sokoban_tools.layout import VALIDATION_DATA as EVALUATION_FILE
-from sokoban_tools.tasks import load_evaluation, load_tasks, load_training
+from sokoban_tools.runtime.tasks import load_evaluation, load_tasks, load_training
 
 BATCH, GROUP = 128, 8
 
@@ -94,7 +94,7 @@ def test_training__never_touches_the_global_rngs(train_ids):
 SEQUENCE_DIGEST_SCRIPT = """
 import hashlib, sys
 sys.path.insert(0, sys.argv[1])
-from sokoban_tools.sampler import TrainingSampler
+from sokoban_tools.runtime.sampler import TrainingSampler
 sampler = TrainingSampler([f"train-{i:05d}" for i in range(5000)], 128, 8, seed=2024)
 text = "|".join(",".join(sampler.next_batch().task_ids) for _ in range(10))
 print(hashlib.sha256(text.encode()).hexdigest())

@@ -18,11 +18,11 @@ import pytest
 from conftest import REPO
 from sokoban_fairness import PUBLISHED_FILES
 from unavailable import unavailable
-from sokoban_tools.board import from_lurd
-from sokoban_tools.episodes import read_episodes
-from sokoban_tools.sampler import TrainingSampler
-from sokoban_tools.tasks import load_evaluation, load_training
-from sokoban_tools.verl_agent import FAIRNESS_SETTINGS, build_sokoban_envs
+from sokoban_tools.rules.board import from_lurd
+from sokoban_tools.runtime.episodes import read_episodes
+from sokoban_tools.runtime.sampler import TrainingSampler
+from sokoban_tools.runtime.tasks import load_evaluation, load_training
+from sokoban_tools.runtime.verl_agent import FAIRNESS_SETTINGS, build_sokoban_envs
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
 
@@ -242,7 +242,7 @@ def test_bad_input__numpy_actions_are_accepted():
 
 
 def test_worker__importing_the_environment_loads_neither_datasets_nor_pyarrow_nor_pillow():
-    program = ("import sys, sokoban_tools.env\n"
+    program = ("import sys, sokoban_tools.runtime.env\n"
                "print(sorted({m.split('.')[0] for m in sys.modules} & {'datasets', 'pyarrow', 'PIL', 'ray'}))")
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

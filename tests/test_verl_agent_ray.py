@@ -15,11 +15,11 @@ import pytest
 from conftest import REPO
 from unavailable import unavailable
 from sokoban_render import render_rgb
-from sokoban_tools.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
-from sokoban_tools.env import FairSokobanEnv, render
-from sokoban_tools.sampler import TrainingSampler
-from sokoban_tools.tasks import load_evaluation, load_training
-from sokoban_tools.verl_agent import WorkerError, build_sokoban_envs
+from sokoban_tools.rules.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
+from sokoban_tools.runtime.env import FairSokobanEnv, render
+from sokoban_tools.runtime.sampler import TrainingSampler
+from sokoban_tools.runtime.tasks import load_evaluation, load_training
+from sokoban_tools.runtime.verl_agent import WorkerError, build_sokoban_envs
 from traces import boards_of, calls_of, load_traces, mismatches
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}

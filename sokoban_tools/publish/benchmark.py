@@ -5,7 +5,7 @@
 
 Where gym-sokoban 0.0.6 (the test extra) is installed, the generator and the
 solver are also timed against the original verl-agent algorithm
-(:mod:`sokoban_tools.original`) in the same run, on the same seeds and boards,
+(:mod:`sokoban_tools.publish.original`) in the same run, on the same seeds and boards,
 interleaved, and the ratio is printed; the original's boards must be ours.
 Timings vary by machine and load; they live here, in a command, rather than in
 unit tests.
@@ -26,14 +26,16 @@ import numpy as np
 
 from sokoban_fairness import SokobanFairness, cache_hash, render_rgb
 
-from . import baselines, card, original, pools, runtime_benchmark, score
-from .artifacts import default_workers, sha256_file, write_atomic
-from .board import Board
-from .episodes import EpisodeRecord, append_episodes
-from .generator import Rejection, forget_rooms, generate
-from .layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
-from .records import read_rows
-from .solver import shortest_solution
+from . import card, original, runtime_benchmark
+from ..data import pools
+from ..evaluation import baselines, score
+from ..artifacts import default_workers, sha256_file, write_atomic
+from ..rules.board import Board
+from ..runtime.episodes import EpisodeRecord, append_episodes
+from ..data.generator import Rejection, forget_rooms, generate
+from ..layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
+from ..data.records import read_rows
+from ..rules.solver import shortest_solution
 
 GENERATOR_SEEDS = range(3000)
 SOLVER_BOARD_STRIDE = 3  # every 3rd pool board, 2,000 boards: the original takes ~1.5 ms each
@@ -155,9 +157,9 @@ def measure() -> list[tuple[str, str, str, str]]:
     table.append(("renderer, per 6×6 board (CPU time)", f"{render_s / len(states) * 1e6:,.0f} µs", "", ""))
     workers = default_workers()
     table.append((f"`python -m sokoban_tools.pools --check` ({workers} worker processes; wall time)",
-                  _command_time("sokoban_tools.pools"), "", GOALS["pools"]))
+                  _command_time("sokoban_tools.data.pools"), "", GOALS["pools"]))
     table.append((f"`python -m sokoban_tools.verify --check`: all 6,256 boards, every frame rendered "
-                  f"({workers} worker processes; wall time)", _command_time("sokoban_tools.verify"), "", ""))
+                  f"({workers} worker processes; wall time)", _command_time("sokoban_tools.verification.verify"), "", ""))
     table.append(("`python -m sokoban_tools reproduce --check`: every published file (wall time)",
                   _command_time("sokoban_tools", "reproduce"), "", GOALS["reproduce"]))
     for with_images in (False, True):
@@ -208,7 +210,7 @@ def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str
         f"Measured with `python -m sokoban_tools benchmark --write` on {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, load average {load[0]} before and {load[1]} after. "
         "The original is verl-agent's generator and solver "
-        "(gym-sokoban's room functions driven as verl-agent drives them, `sokoban_tools/original.py`), "
+        "(gym-sokoban's room functions driven as verl-agent drives them, `sokoban_tools/publish/original.py`), "
         "checked to make the same boards and solutions.",
         "",
         "| What | This code | Original, same run | Goal |",

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from sokoban_fairness import check_published_file
 
-from .layout import TRAIN_DATA, VALIDATION_DATA
-from .records import BoardRow, parse_rows
+from ..layout import TRAIN_DATA, VALIDATION_DATA
+from ..data.records import BoardRow, parse_rows
 
 
 def load_tasks(path: Path | str, name: str) -> list[BoardRow]:

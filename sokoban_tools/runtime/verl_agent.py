@@ -8,7 +8,7 @@ object with the same surface: ``mode``, ``reset() -> (obs_list, info_list)``,
 ``step(actions) -> (obs_list, reward_list, done_list, info_list)``,
 ``render(mode='rgb_array', env_idx=None)`` and ``close()``, all lists of length
 ``env_num * group_n`` in worker order. Each worker is a Ray actor running one
-:class:`sokoban_tools.env.FairSokobanEnv`, which behaves step for step like the
+:class:`sokoban_tools.runtime.env.FairSokobanEnv`, which behaves step for step like the
 original environment.
 
 What differs is where boards come from, decided in the driver process, never in a
@@ -16,7 +16,7 @@ worker (a worker receives a :class:`Board` and nothing else: no seed, solution o
 length):
 
 * training (``is_train=True``): each ``reset()`` is one update's draw of
-  :class:`sokoban_tools.sampler.TrainingSampler`: ``env_num`` distinct boards of
+  :class:`sokoban_tools.runtime.sampler.TrainingSampler`: ``env_num`` distinct boards of
   ``fairness/train.jsonl``, without replacement, from a private RNG seeded with
   ``seed``, each played by ``group_n`` adjacent workers. The sampler lives in
   the driver, so releasing the actors (``close()``) and resetting again, or
@@ -27,7 +27,7 @@ length):
   :meth:`FairSokobanEnvs.end_pass` bracket it, and ``end_pass`` refuses an
   incomplete pass. Validation uses no RNG and never touches a training sampler.
 
-Every episode's outcome is kept as an :class:`sokoban_tools.episodes.EpisodeRecord`
+Every episode's outcome is kept as an :class:`sokoban_tools.runtime.episodes.EpisodeRecord`
 (:meth:`FairSokobanEnvs.take_episodes`, and appended to ``episode_log`` if given).
 An episode ends at its first ``done`` (later steps are ignored, as the trainer
 masks them) or, if it never reports ``done``, at the next ``reset()``,
@@ -41,12 +41,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from .board import Board
+from ..rules.board import Board
 from .env import ACTION_CHOICES, DEFAULT_MAX_STEPS, MODES, NO_ACTION, FairSokobanEnv, is_action
 from .episodes import EpisodeRecord, append_episodes
-from .generator import GeneratorConfig
-from .layout import ROOT, TRAIN_DATA, VALIDATION_DATA
-from .records import BoardRow
+from ..data.generator import GeneratorConfig
+from ..layout import ROOT, TRAIN_DATA, VALIDATION_DATA
+from ..data.records import BoardRow
 from .sampler import TrainingSampler, validation_chunks
 from .tasks import load_tasks
 

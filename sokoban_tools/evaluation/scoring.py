@@ -2,7 +2,7 @@
 
 A score is only comparable with another if both come from complete passes
 over the same published boards. So the rows of the logs (the schema of
-:mod:`sokoban_tools.episodes`) are grouped by (method, run, update), and a log
+:mod:`sokoban_tools.runtime.episodes`) are grouped by (method, run, update), and a log
 is refused, naming its file and line, when a validation row played another
 evaluation file than the published one, when logs played different board
 sets, or when a group repeats a board, names an unknown one or misses one.
@@ -18,12 +18,12 @@ import numpy as np
 
 from sokoban_fairness import PUBLISHED_FILES
 
-from .episodes import EpisodeRecord, read_episodes
-from .layout import ROOT, VALIDATION_DATA
-from .protocol import STRATA, stratum_of
-from .records import DataError
+from ..runtime.episodes import EpisodeRecord, read_episodes
+from ..layout import ROOT, VALIDATION_DATA
+from ..protocol import STRATA, stratum_of
+from ..data.records import DataError
 from .stats import wilson_interval
-from .tasks import load_evaluation
+from ..runtime.tasks import load_evaluation
 
 DEFAULT_EVALUATION = ROOT / VALIDATION_DATA
 REPLAY_HINT = f"play the current {VALIDATION_DATA} again and log every board of each pass"
