@@ -36,6 +36,7 @@ masks them) or, if it never reports ``done``, at the next ``reset()``,
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -98,10 +99,28 @@ class RayWorkers:
         except self._ray.exceptions.RayTaskError as err:
             raise WorkerError(f"worker {index} failed in {method}: {err.cause!r}") from err.cause
 
-    def close(self) -> None:
+    def close(self, timeout: float = 60.0) -> None:
+        """Kill every actor and return once each is gone: a kill is asynchronous, and a
+        trainer that builds validation workers next must get the CPUs back."""
         for actor in self.actors:
             self._ray.kill(actor)
+        deadline = time.monotonic() + timeout
+        for index, actor in enumerate(self.actors):
+            while not self._is_gone(actor):
+                if time.monotonic() > deadline:
+                    raise WorkerError(f"worker {index} (a Ray actor) was killed but still answers after "
+                                      f"{timeout:.0f} s")
+                time.sleep(0.05)
         self.actors = []
+
+    def _is_gone(self, actor) -> bool:
+        try:
+            self._ray.get(actor.render.remote("state"), timeout=5)
+        except self._ray.exceptions.RayActorError:
+            return True
+        except (self._ray.exceptions.RayTaskError, self._ray.exceptions.GetTimeoutError):
+            pass  # alive (no episode to render yet) or busy
+        return False
 
 
 class LocalWorkers:
