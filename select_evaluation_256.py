@@ -38,7 +38,7 @@ from pathlib import Path
 from sokoban_tools.artifacts import command_line, json_document, run_command, sha256_bytes
 from sokoban_tools.layout import (DATA_DIR, GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE,
                                   SOURCE_POOL_NAME, VALIDATION_FILE, published)
-from sokoban_tools.protocol import EVALUATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
+from sokoban_tools.protocol import VALIDATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
 from sokoban_tools.data.records import REGENERATE_HINT, BoardRow, parse_rows
 
 COMMAND = "python select_evaluation_256.py"
@@ -50,8 +50,8 @@ RULE = [
     "measured by exact shortest-path search (the stored shortest_solution_length): "
     + ", ".join(f"{low}-{high}" for _, low, high in STRATA)
     + " actions. A board outside these strata is an error.",
-    f"Quotas for {EVALUATION_SIZE} boards use Hamilton's largest-remainder rule: each stratum "
-    f"gets the floor of {EVALUATION_SIZE} x (stratum boards / pool boards), and the places left "
+    f"Quotas for {VALIDATION_SIZE} boards use Hamilton's largest-remainder rule: each stratum "
+    f"gets the floor of {VALIDATION_SIZE} x (stratum boards / pool boards), and the places left "
     "over go one each to the largest remainders; equal remainders are served in stratum order "
     "(shorter solutions first).",
     f'Within each stratum, rank by SHA256(UTF8("{PROTOCOL}:" + task_id)) ascending, breaking '
@@ -237,7 +237,7 @@ def selection_record(pool_data: bytes, rows: list[BoardRow], quotas: list[Quota]
             "verified_against": f"{published(GENERATION_AUDIT_FILE)} pools.{SOURCE_POOL_NAME}.sha256 and .rows",
             "shortest_solution_length": length_range(rows),
         },
-        "size": EVALUATION_SIZE,
+        "size": VALIDATION_SIZE,
         "quota_totals": {
             "source_boards": len(rows),
             "sum_of_floors": sum(q.floor for q in quotas),
@@ -262,7 +262,7 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
     """Apply the rule to the pool in ``data_dir``; the two files it produces."""
     pool_data, rows = read_pool(data_dir)
     strata = stratify(rows, data_dir / SOURCE_POOL_FILE)
-    quotas = hamilton_quotas({label: len(members) for label, members in strata.items()}, EVALUATION_SIZE)
+    quotas = hamilton_quotas({label: len(members) for label, members in strata.items()}, VALIDATION_SIZE)
     chosen = choose(strata, quotas)
     selected_ids = {row.task_id for members in chosen.values() for row in members}
     selected = [row for row in rows if row.task_id in selected_ids]  # source order
@@ -285,7 +285,7 @@ def report(selection: dict) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = command_line(
         COMMAND,
-        description=f"Select the {EVALUATION_SIZE} validation boards of {PROTOCOL} from the "
+        description=f"Select the {VALIDATION_SIZE} validation boards of {PROTOCOL} from the "
                     f"1,000-board source pool (fairness/{SOURCE_POOL_FILE}) and write "
                     f"fairness/{VALIDATION_FILE} and fairness/{SELECTION_FILE}. The rule reads "
                     "nothing but the pool file.",

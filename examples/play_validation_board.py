@@ -6,9 +6,9 @@ from pathlib import Path
 from sokoban_tools.rules.board import from_lurd
 from sokoban_tools.rules.images import save_gif
 from sokoban_tools.runtime.env import FairSokobanEnv
-from sokoban_tools.runtime.tasks import load_evaluation
+from sokoban_tools.runtime.tasks import load_validation
 
-boards = load_evaluation("fairness/evaluation.jsonl")  # the validation split; checks its 256 rows and SHA-256
+boards = load_validation("fairness/evaluation.jsonl")  # the validation split; checks its 256 rows and SHA-256
 row = boards[0]
 env = FairSokobanEnv(mode="rgb_array")  # verl-agent's environment, step for step; a 15-action horizon
 observation, info = env.reset(row)  # the stored board itself, never regenerated from the seed

@@ -16,8 +16,8 @@ import sys
 import time
 
 from .artifacts import clear_interrupted_writes
-from .publish.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 from .layout import DATA_FOLDER, IMAGES_FOLDER, ROOT, SELECTOR, outside_clone
+from .publish.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 
 REPO = ROOT
 GENERATED_DIRECTORIES = (DATA_FOLDER, IMAGES_FOLDER)  # besides the repository root

@@ -35,7 +35,7 @@ VERIFICATION_FILE = "verification.json"  # of the validation set
 SOURCE_POOL_VERIFICATION_FILE = "source-pool-verification.json"  # of training and source pool
 BASELINES_FILE = "baselines.json"
 # The pools' keys inside the generation audit.
-TRAIN_POOL_NAME = "train"
+TRAINING_POOL_NAME = "train"
 SOURCE_POOL_NAME = "source_pool"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 PROTOCOL = "sokoban-eval-256-v1"
-EVALUATION_SIZE = 256
+VALIDATION_SIZE = 256
 # (label, shortest length from, to) in stratum order.
 STRATA = (("1-4", 1, 4), ("5-8", 5, 8), ("9-14", 9, 14))
 

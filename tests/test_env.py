@@ -31,7 +31,7 @@ from sokoban_tools.rules.board import DOWN, RIGHT, UP, Board, from_lurd
 from sokoban_tools.runtime.env import DEFAULT_MAX_STEPS, NO_ACTION, FairSokobanEnv, step_reward
 from sokoban_tools.rules.images import replay_frames
 from sokoban_tools.publish.runtime_benchmark import load_into_gym
-from sokoban_tools.runtime.tasks import load_evaluation
+from sokoban_tools.runtime.tasks import load_validation
 
 # A corridor: player, box, target in a row; the box is one push from its target.
 CORRIDOR = Board.from_xsb("######\n#@$. #\n#    #\n#    #\n#    #\n######")
@@ -267,7 +267,7 @@ def test_conformance__random_play_matches_gym_sokoban_step_for_step(gym_sokoban_
 def test_example__plays_a_validation_board_to_a_gif_a_person_can_open(tmp_path):
     (tmp_path / "fairness").mkdir()
     shutil.copy(REPO / "fairness/evaluation.jsonl", tmp_path / "fairness/evaluation.jsonl")
-    first = load_evaluation(REPO / "fairness/evaluation.jsonl")[0]
+    first = load_validation(REPO / "fairness/evaluation.jsonl")[0]
     expected = replay_frames(first.board, from_lurd(first.shortest_solution))
     # Where the user says, and by default into a fresh temporary folder, never the clone.
     (tmp_path / "temp").mkdir()

@@ -140,10 +140,10 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
     from sokoban_tools.runtime.env import FairSokobanEnv
     from sokoban_tools.runtime.sampler import TrainingSampler, validation_chunks
     from sokoban_tools.evaluation.score import score
-    from sokoban_tools.runtime.tasks import load_evaluation, load_training
+    from sokoban_tools.runtime.tasks import load_validation, load_training
     from sokoban_tools.runtime.verl_agent import build_sokoban_envs
 
-    boards = load_evaluation(ARGS["evaluation"])
+    boards = load_validation(ARGS["evaluation"])
     row = boards[0]
     env = FairSokobanEnv()
     observation, info = env.reset(row)

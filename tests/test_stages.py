@@ -10,7 +10,6 @@ The selector is the top-level script between generating and verifying.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from conftest import REPO
 

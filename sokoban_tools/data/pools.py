@@ -30,14 +30,14 @@ from typing import NamedTuple
 from tqdm import tqdm
 
 from ..artifacts import command_line, json_document, run_command, sha256_bytes
-from ..rules.board import Board, Cell, Grid
-from .generator import GeneratorConfig, Rejection, generate
 from ..layout import (DATA_DIR, GENERATION_AUDIT_FILE, SOURCE_POOL_FILE, SOURCE_POOL_NAME, TRAIN_FILE,
-                     TRAIN_POOL_NAME, published)
+                     TRAINING_POOL_NAME, published)
 from ..protocol import STRATA, histogram, stratum_of
-from .records import encode_row
+from ..rules.board import Board, Cell, Grid
 from ..rules.solver import shortest_solution
 from ..rules.symmetry import canonical_form
+from .generator import GeneratorConfig, Rejection, generate
+from .records import encode_row
 
 COMMAND = "python -m sokoban_tools.pools"
 # As the committed generation audit records it; the module is sokoban_tools/data/generator.py now.
@@ -59,7 +59,7 @@ class PoolSpec:
         return f"{self.id_prefix}{index:0{self.id_digits}d}"
 
 
-TRAINING_POOL = PoolSpec(TRAIN_POOL_NAME, TRAIN_FILE, "train-", 5, 0, 5000)
+TRAINING_POOL = PoolSpec(TRAINING_POOL_NAME, TRAIN_FILE, "train-", 5, 0, 5000)
 SOURCE_POOL = PoolSpec(SOURCE_POOL_NAME, SOURCE_POOL_FILE, "eval-", 4, 65_536, 1000)
 POOLS = (TRAINING_POOL, SOURCE_POOL)
 

@@ -37,11 +37,11 @@ from pathlib import Path
 import numpy as np
 
 from ..artifacts import command_line, run_command
-from ..rules.board import ACTIONS, Board, from_lurd, layout, play
-from ..runtime.env import DEFAULT_MAX_STEPS, step_reward
+from ..data.records import BoardRow, DataError, read_rows
 from ..layout import BASELINES_FILE, DATA_DIR, TRAIN_FILE, VALIDATION_FILE
 from ..protocol import PROTOCOL, STRATA, stratum_of
-from ..data.records import BoardRow, DataError, read_rows
+from ..rules.board import ACTIONS, Board, from_lurd, layout, play
+from ..runtime.env import DEFAULT_MAX_STEPS, step_reward
 
 COMMAND = "python -m sokoban_tools.baselines"
 HORIZON = DEFAULT_MAX_STEPS

@@ -28,10 +28,10 @@ import numpy as np
 from sokoban_fairness import ChecksumError
 
 from ..artifacts import write_atomic
-from .figures import line_chart
 from ..data.records import DataError
+from .figures import line_chart
 from .score import table
-from .scoring import DEFAULT_EVALUATION, BoardSet, Group, check_board_set, group_rows, read_logs
+from .scoring import DEFAULT_VALIDATION, BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
                     sign_test_p, wilson_interval)
 
@@ -81,9 +81,9 @@ def compare_update(a: list[Group], b: list[Group], boards: BoardSet, bootstrap: 
 
 
 def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = None, method_b: str | None = None,
-            evaluation: Path = DEFAULT_EVALUATION, resamples: int = RESAMPLES, seed: int = SEED) -> dict:
+            validation: Path = DEFAULT_VALIDATION, resamples: int = RESAMPLES, seed: int = SEED) -> dict:
     """The comparison report of the logs of A and of B."""
-    boards = BoardSet.load(evaluation)
+    boards = BoardSet.load(validation)
     logs_a, logs_b = read_logs(a_paths), read_logs(b_paths)
     check_board_set(logs_a.rows + logs_b.rows, boards)
     a = pick_method(group_rows(logs_a.rows, boards), method_a, "a", a_paths)
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method-b", help="the method of B, when its logs hold several")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="write the learning curves as a PNG")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--evaluation", type=Path, default=DEFAULT_EVALUATION,
+    parser.add_argument("--evaluation", type=Path, default=DEFAULT_VALIDATION,
                         help="a local copy of fairness/evaluation.jsonl (default: the repository's)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")

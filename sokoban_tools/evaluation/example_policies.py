@@ -27,14 +27,14 @@ from pathlib import Path
 import numpy as np
 
 from ..artifacts import command_line, run_command, sha256_file
+from ..data.records import BoardRow
+from ..layout import EXAMPLE_EPISODES
 from ..rules.board import ACTIONS, BOX_ON_TARGET, PLAYER, TARGET, WALL, Board
+from ..rules.solver import shortest_solution
 from ..runtime.env import PLAYER_ON_TARGET, FairSokobanEnv
 from ..runtime.episodes import EpisodeRecord
-from ..layout import EXAMPLE_EPISODES
-from ..data.records import BoardRow
-from .scoring import DEFAULT_EVALUATION
-from ..rules.solver import shortest_solution
-from ..runtime.tasks import load_evaluation
+from ..runtime.tasks import load_validation
+from .scoring import DEFAULT_VALIDATION
 
 COMMAND = "python -m sokoban_tools.example_policies"
 OUT_DIR = EXAMPLE_EPISODES
@@ -88,10 +88,10 @@ def log_path(out_dir: Path, method: str) -> Path:
 
 
 def build(out_dir: Path = OUT_DIR, runs: int = RUNS, updates: tuple[int, ...] = UPDATES,
-          evaluation: Path = DEFAULT_EVALUATION) -> dict[Path, bytes]:
+          validation: Path = DEFAULT_VALIDATION) -> dict[Path, bytes]:
     """One log per method holding all its runs and updates."""
-    boards = load_evaluation(evaluation)
-    digest = sha256_file(evaluation)
+    boards = load_validation(validation)
+    digest = sha256_file(validation)
     files = {}
     for method in METHODS:
         lines = [record.to_line() + "\n"

@@ -17,16 +17,16 @@ from pathlib import Path
 
 from sokoban_fairness import ChecksumError
 
-from ..protocol import STRATA
 from ..data.records import DataError
-from .scoring import DEFAULT_EVALUATION, BoardSet, check_board_set, group_rows, read_logs, score_group
+from ..protocol import STRATA
+from .scoring import DEFAULT_VALIDATION, BoardSet, check_board_set, group_rows, read_logs, score_group
 
 INTERVAL = "Wilson score 95% interval"
 
 
-def score(paths: list[Path], evaluation: Path = DEFAULT_EVALUATION) -> dict:
+def score(paths: list[Path], validation: Path = DEFAULT_VALIDATION) -> dict:
     """Every pass in the logs at ``paths``, scored against ``evaluation``."""
-    boards = BoardSet.load(evaluation)
+    boards = BoardSet.load(validation)
     logs = read_logs(paths)
     check_board_set(logs.rows, boards)
     return {
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sokoban_tools.score", description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="episode logs (JSONL)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--evaluation", type=Path, default=DEFAULT_EVALUATION,
+    parser.add_argument("--evaluation", type=Path, default=DEFAULT_VALIDATION,
                         help="a local copy of fairness/evaluation.jsonl (default: the repository's)")
     args = parser.parse_args(argv)
     try:

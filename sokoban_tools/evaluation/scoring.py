@@ -18,14 +18,14 @@ import numpy as np
 
 from sokoban_fairness import PUBLISHED_FILES
 
-from ..runtime.episodes import EpisodeRecord, read_episodes
+from ..data.records import DataError
 from ..layout import ROOT, VALIDATION_DATA
 from ..protocol import STRATA, stratum_of
-from ..data.records import DataError
+from ..runtime.episodes import EpisodeRecord, read_episodes
+from ..runtime.tasks import load_validation
 from .stats import wilson_interval
-from ..runtime.tasks import load_evaluation
 
-DEFAULT_EVALUATION = ROOT / VALIDATION_DATA
+DEFAULT_VALIDATION = ROOT / VALIDATION_DATA
 REPLAY_HINT = f"play the current {VALIDATION_DATA} again and log every board of each pass"
 
 
@@ -39,9 +39,9 @@ class BoardSet:
     strata: np.ndarray
 
     @classmethod
-    def load(cls, path: Path | str = DEFAULT_EVALUATION) -> "BoardSet":
+    def load(cls, path: Path | str = DEFAULT_VALIDATION) -> "BoardSet":
         """Read ``path``, refusing it unless it is the published evaluation file."""
-        rows = load_evaluation(path)
+        rows = load_validation(path)
         lengths = np.array([row.shortest_solution_length for row in rows])
         return cls(PUBLISHED_FILES[VALIDATION_DATA]["sha256"], tuple(row.task_id for row in rows),
                    lengths, np.array([stratum_of(int(n)) for n in lengths]))

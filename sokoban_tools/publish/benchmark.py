@@ -27,15 +27,15 @@ import numpy as np
 from sokoban_fairness import SokobanFairness, cache_hash, render_rgb
 
 from . import card, original, runtime_benchmark
-from ..data import pools
-from ..evaluation import baselines, score
 from ..artifacts import default_workers, sha256_file, write_atomic
-from ..rules.board import Board
-from ..runtime.episodes import EpisodeRecord, append_episodes
+from ..data import pools
 from ..data.generator import Rejection, forget_rooms, generate
-from ..layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
 from ..data.records import read_rows
+from ..evaluation import baselines, score
+from ..layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
+from ..rules.board import Board
 from ..rules.solver import shortest_solution
+from ..runtime.episodes import EpisodeRecord, append_episodes
 
 GENERATOR_SEEDS = range(3000)
 SOLVER_BOARD_STRIDE = 3  # every 3rd pool board, 2,000 boards: the original takes ~1.5 ms each
@@ -174,9 +174,9 @@ def measure() -> list[tuple[str, str, str, str]]:
 
 def scoring_figures() -> list[tuple[str, str, str, str]]:
     """Time scoring a log of 100 complete validation passes, and the exact baselines (CPU time)."""
-    evaluation = ROOT / VALIDATION_DATA
-    task_ids = [row.task_id for row in read_rows(evaluation)]
-    digest = sha256_file(evaluation)
+    validation = ROOT / VALIDATION_DATA
+    task_ids = [row.task_id for row in read_rows(validation)]
+    digest = sha256_file(validation)
     rng = np.random.Generator(np.random.PCG64(0))
     with tempfile.TemporaryDirectory() as folder:
         log = os.path.join(folder, "episodes.jsonl")

@@ -18,18 +18,18 @@ import re
 import sys
 from pathlib import Path
 
-from ..evaluation import compare
 from ..artifacts import command_line, run_command, sha256_bytes
+from ..data.records import BoardRow, read_board_file, read_rows
+from ..evaluation import compare
 from ..evaluation.baselines import HORIZON, POLICIES
-from ..rules.board import from_lurd
-from ..runtime.env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from ..evaluation.figures import board_sheet, length_histogram, line_chart, replay_strip
 from ..layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                      DATA_FOLDER, DATA_README, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE, LEARNING_CURVES_IMAGE,
                      LENGTHS_IMAGE, LOADING_SCRIPT, REPLAY_IMAGE, ROOT, RUNTIME_EXAMPLE, SELECTION_FILE,
                      SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA,
-                     TRAIN_POOL_NAME, VALIDATION_DATA, VERIFICATION_FILE, published)
-from ..data.records import BoardRow, read_board_file, read_rows
+                     TRAINING_POOL_NAME, VALIDATION_DATA, VERIFICATION_FILE, published)
+from ..rules.board import from_lurd
+from ..runtime.env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from .release import (FLAG, NOT_WITH_CHECK, Release, ReleaseError, changelog_versions, pinned_release,
                       release_to_pin)
 
@@ -262,7 +262,7 @@ def release_values(release: Release) -> dict[str, object]:
 
 def generation_values(audit: dict) -> dict[str, object]:
     """The generator's settings and the seeds each pool scanned, from the generation audit."""
-    train, pool = audit["pools"][TRAIN_POOL_NAME], audit["pools"][SOURCE_POOL_NAME]
+    train, pool = audit["pools"][TRAINING_POOL_NAME], audit["pools"][SOURCE_POOL_NAME]
     return {
         "pool_min": pool["shortest_solution_length"]["min"],
         "pool_max": pool["shortest_solution_length"]["max"],
@@ -362,7 +362,7 @@ def example_report(repo: Path) -> dict:
     """The worked example's comparison, from its committed logs."""
     logs = repo / EXAMPLE_EPISODES.relative_to(ROOT)
     return compare.compare([logs / "path-follower.jsonl"], [logs / "random.jsonl"],
-                           evaluation=repo / VALIDATION_DATA)
+                           validation=repo / VALIDATION_DATA)
 
 
 def example_values(report: dict) -> dict[str, object]:

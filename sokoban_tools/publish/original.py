@@ -23,8 +23,8 @@ from collections import deque
 
 import numpy as np
 
-from ..rules.board import ACTIONS, BOX, BOX_ON_TARGET, DELTAS, FLOOR, PLAYER, TARGET, WALL, Board
 from ..data.generator import MAX_EXPLORED_STATES, GeneratorConfig
+from ..rules.board import ACTIONS, BOX, BOX_ON_TARGET, DELTAS, FLOOR, PLAYER, TARGET, WALL, Board
 
 # While generating, gym-sokoban marks a box that was pulled BOX_ON_TARGET (3),
 # whatever it stands on, and an unpulled one BOX (4).

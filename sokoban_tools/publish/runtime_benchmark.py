@@ -20,9 +20,9 @@ import warnings
 
 import numpy as np
 
+from ..layout import ROOT, TRAIN_DATA
 from ..rules.board import ACTIONS, Board
 from ..runtime.env import DEFAULT_MAX_STEPS, FairSokobanEnv
-from ..layout import ROOT, TRAIN_DATA
 
 ACTORS = 8
 EPISODES = 12

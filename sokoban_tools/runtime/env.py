@@ -42,8 +42,8 @@ import numpy as np
 
 from sokoban_render import render_rgb
 
-from ..rules.board import ACTIONS, ACTION_NAMES, PLAYER, TARGET, Board
 from ..data.records import BoardRow
+from ..rules.board import ACTIONS, ACTION_NAMES, PLAYER, TARGET, Board
 
 STEP_PENALTY = -0.1
 BOX_ON_TARGET_REWARD = 1.0

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from sokoban_fairness import check_published_file
 
-from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..data.records import BoardRow, parse_rows
+from ..layout import TRAIN_DATA, VALIDATION_DATA
 
 
 def load_tasks(path: Path | str, name: str) -> list[BoardRow]:
@@ -27,7 +27,7 @@ def load_tasks(path: Path | str, name: str) -> list[BoardRow]:
     return parse_rows(check_published_file(path, name), path)
 
 
-def load_evaluation(path: Path | str = VALIDATION_DATA) -> list[BoardRow]:
+def load_validation(path: Path | str = VALIDATION_DATA) -> list[BoardRow]:
     """The 256 validation boards in stored order, checked (default path relative
     to the repository root)."""
     return load_tasks(path, VALIDATION_DATA)

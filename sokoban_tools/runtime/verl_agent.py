@@ -42,12 +42,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from ..rules.board import Board
+from ..data.generator import GeneratorConfig
+from ..data.records import BoardRow
+from ..layout import ROOT, TRAIN_DATA, VALIDATION_DATA
 from .env import ACTION_CHOICES, DEFAULT_MAX_STEPS, MODES, NO_ACTION, FairSokobanEnv, is_action
 from .episodes import EpisodeRecord, append_episodes
-from ..data.generator import GeneratorConfig
-from ..layout import ROOT, TRAIN_DATA, VALIDATION_DATA
-from ..data.records import BoardRow
 from .sampler import TrainingSampler, validation_chunks
 from .tasks import load_tasks
 

@@ -17,9 +17,9 @@ from collections import Counter
 from pathlib import Path
 
 from ..artifacts import command_line, json_document, run_command, sha256_bytes
+from ..data.records import REGENERATE_HINT, DataError, read_board_file
 from ..layout import DATA_DIR, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE, VALIDATION_FILE, published
 from ..protocol import PROTOCOL, STRATA, histogram, stratum_of
-from ..data.records import REGENERATE_HINT, DataError, read_board_file
 
 COMMAND = "python -m sokoban_tools.summary"
 MEAN_DECIMALS = 3

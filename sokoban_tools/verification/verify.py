@@ -36,19 +36,19 @@ import numpy as np
 from sokoban_render import TILE_SIZE, render_rgb
 
 from ..artifacts import command_line, json_document, run_command, sha256_bytes
+from ..data.records import BoardRow, read_board_file
+from ..layout import (DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, TRAIN_FILE,
+                     TRAINING_POOL_NAME, VALIDATION_FILE, VERIFICATION_FILE, published)
+from ..protocol import PROTOCOL
 from ..rules.board import BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board, from_lurd, play
 from ..rules.images import replay_frames
-from ..layout import (DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, TRAIN_FILE,
-                     TRAIN_POOL_NAME, VALIDATION_FILE, VERIFICATION_FILE, published)
-from ..protocol import PROTOCOL
-from ..data.records import BoardRow, read_board_file
 from ..rules.solver import shortest_solution
 from ..rules.symmetry import canonical_form
 
 COMMAND = "python -m sokoban_tools.verify"
 VALIDATION_NAME = "validation"  # the validation set's name in the reports
 # (name in the reports, file) of every board file, in the order uniqueness is checked.
-BOARD_FILES = ((TRAIN_POOL_NAME, TRAIN_FILE), (SOURCE_POOL_NAME, SOURCE_POOL_FILE), (VALIDATION_NAME, VALIDATION_FILE))
+BOARD_FILES = ((TRAINING_POOL_NAME, TRAIN_FILE), (SOURCE_POOL_NAME, SOURCE_POOL_FILE), (VALIDATION_NAME, VALIDATION_FILE))
 
 CHECKS = {
     "one_box_target_player": "the rendered start shows exactly one player, one box and one "
@@ -323,7 +323,7 @@ def renderer_entry() -> dict:
     }
 
 
-def evaluation_report(result: FileResult, uniqueness_scope: str, uniqueness: dict) -> dict:
+def validation_report(result: FileResult, uniqueness_scope: str, uniqueness: dict) -> dict:
     return {
         "description": (
             "Verification of every validation board: an RGB replay of its stored shortest "
@@ -386,7 +386,7 @@ def build(data_dir: Path = DATA_DIR, timings: Timings | None = None, workers: in
     finally:
         if executor is not None:
             executor.shutdown(cancel_futures=True)
-    source_uniqueness = check_uniqueness([train, pool], {TRAIN_POOL_NAME, SOURCE_POOL_NAME}, timings)
+    source_uniqueness = check_uniqueness([train, pool], {TRAINING_POOL_NAME, SOURCE_POOL_NAME}, timings)
     # Validation boards are source-pool boards, so their scope is training plus themselves.
     validation_uniqueness = check_uniqueness([train, validation], {VALIDATION_NAME}, timings)
     messages = [
@@ -395,7 +395,7 @@ def build(data_dir: Path = DATA_DIR, timings: Timings | None = None, workers: in
         for _, r in (train, pool, validation) for b in r.boards if b.failures
     ]
     files = {
-        data_dir / VERIFICATION_FILE: json_document(evaluation_report(
+        data_dir / VERIFICATION_FILE: json_document(validation_report(
             validation[1], f"within {published(VALIDATION_FILE)} and against {published(TRAIN_FILE)}",
             validation_uniqueness)),
         data_dir / SOURCE_POOL_VERIFICATION_FILE: json_document(source_report(
