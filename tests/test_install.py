@@ -171,7 +171,8 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
         "scored": scored,
         "batch": list(batch.task_ids),
         "chunks": [len(chunk.task_ids) for chunk in validation_chunks([r.task_id for r in boards], 128)],
-        "templates": sorted(os.listdir(os.path.join(os.path.dirname(sokoban_tools.__file__), "publish", "card_templates"))),
+        "templates": sorted(os.listdir(os.path.join(os.path.dirname(sokoban_tools.__file__), "publish",
+                                                    "card_templates"))),
     })
     ''', {"cwd": elsewhere, "data": data, "evaluation": data / EVALUATION_FILE, "train": data / TRAIN_FILE,
         "sampler": SAMPLER})

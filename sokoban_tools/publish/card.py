@@ -22,6 +22,7 @@ from ..artifacts import command_line, run_command, sha256_bytes
 from ..data.records import BoardRow, read_board_file, read_rows
 from ..evaluation import compare
 from ..evaluation.baselines import HORIZON, POLICIES
+from ..evaluation.example_policies import log_path
 from ..evaluation.figures import board_sheet, length_histogram, line_chart, replay_strip
 from ..layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                      DATA_FOLDER, DATA_README, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE, LEARNING_CURVES_IMAGE,
@@ -361,7 +362,7 @@ def baselines_picture(baselines: dict) -> bytes:
 def example_report(repo: Path) -> dict:
     """The worked example's comparison, from its committed logs."""
     logs = repo / EXAMPLE_EPISODES.relative_to(ROOT)
-    return compare.compare([logs / "path-follower.jsonl"], [logs / "random.jsonl"],
+    return compare.compare([log_path(logs, "path-follower")], [log_path(logs, "random")],
                            validation=repo / VALIDATION_DATA)
 
 

@@ -48,7 +48,8 @@ from ..rules.symmetry import canonical_form
 COMMAND = "python -m sokoban_tools.verify"
 VALIDATION_NAME = "validation"  # the validation set's name in the reports
 # (name in the reports, file) of every board file, in the order uniqueness is checked.
-BOARD_FILES = ((TRAINING_POOL_NAME, TRAIN_FILE), (SOURCE_POOL_NAME, SOURCE_POOL_FILE), (VALIDATION_NAME, VALIDATION_FILE))
+BOARD_FILES = ((TRAINING_POOL_NAME, TRAIN_FILE), (SOURCE_POOL_NAME, SOURCE_POOL_FILE),
+               (VALIDATION_NAME, VALIDATION_FILE))
 
 CHECKS = {
     "one_box_target_player": "the rendered start shows exactly one player, one box and one "
