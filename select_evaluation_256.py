@@ -34,27 +34,24 @@ from fractions import Fraction
 from pathlib import Path
 
 # Standard library only, here and in the modules imported below (artifacts, protocol,
-# records and the rules in board), so the rule runs on a bare Python; a test keeps it so.
-from sokoban_tools.artifacts import command_line, json_document, publish, ready, sha256_bytes
-from sokoban_tools.protocol import (AUDIT_FILE, DATA_DIR, EVALUATION_FILE, EVALUATION_SIZE, PROTOCOL,
-                                    SOURCE_POOL_FILE, SOURCE_POOL_NAME, STRATA, histogram, stratum_of)
-from sokoban_tools.records import REGENERATE_HINT, BoardRow, DataError, parse_rows
+# layout, records and the rules in board), so the rule runs on a bare Python; a test keeps it so.
+from sokoban_tools.artifacts import command_line, json_document, run_command, sha256_bytes
+from sokoban_tools.layout import (DATA_DIR, GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE,
+                                  SOURCE_POOL_NAME, VALIDATION_FILE, published)
+from sokoban_tools.protocol import VALIDATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
+from sokoban_tools.data.records import REGENERATE_HINT, BoardRow, parse_rows
 
 COMMAND = "python select_evaluation_256.py"
-POOL_FILE = SOURCE_POOL_FILE
-AUDIT_POOL = SOURCE_POOL_NAME
-OUTPUT_FILE = EVALUATION_FILE
-SELECTION_FILE = "evaluation-256.selection.json"
 
 RULE = [
-    f"Read the source pool fairness/{POOL_FILE} and refuse it unless its SHA-256 and row count "
-    f"are those recorded in the generation audit fairness/{AUDIT_FILE}.",
+    f"Read the source pool fairness/{SOURCE_POOL_FILE} and refuse it unless its SHA-256 and row count "
+    f"are those recorded in the generation audit fairness/{GENERATION_AUDIT_FILE}.",
     "Stratify its boards by shortest solution length in player actions, including walking, "
     "measured by exact shortest-path search (the stored shortest_solution_length): "
     + ", ".join(f"{low}-{high}" for _, low, high in STRATA)
     + " actions. A board outside these strata is an error.",
-    f"Quotas for {EVALUATION_SIZE} boards use Hamilton's largest-remainder rule: each stratum "
-    f"gets the floor of {EVALUATION_SIZE} x (stratum boards / pool boards), and the places left "
+    f"Quotas for {VALIDATION_SIZE} boards use Hamilton's largest-remainder rule: each stratum "
+    f"gets the floor of {VALIDATION_SIZE} x (stratum boards / pool boards), and the places left "
     "over go one each to the largest remainders; equal remainders are served in stratum order "
     "(shorter solutions first).",
     f'Within each stratum, rank by SHA256(UTF8("{PROTOCOL}:" + task_id)) ascending, breaking '
@@ -163,14 +160,14 @@ def length_range(rows: list[BoardRow]) -> dict[str, int] | None:
 
 def read_pool(data_dir: Path) -> tuple[bytes, list[BoardRow]]:
     """The pool file's bytes and rows, refused unless it is the file the audit describes."""
-    pool_path, audit_path = data_dir / POOL_FILE, data_dir / AUDIT_FILE
+    pool_path, audit_path = data_dir / SOURCE_POOL_FILE, data_dir / GENERATION_AUDIT_FILE
     try:
         audit = json.loads(audit_path.read_bytes())
-        recorded = audit["pools"][AUDIT_POOL]
+        recorded = audit["pools"][SOURCE_POOL_NAME]
         recorded_sha, recorded_rows = recorded["sha256"], recorded["rows"]
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise SelectionError(
-            f"{audit_path}: cannot read pools.{AUDIT_POOL}.sha256 and .rows of the generation "
+            f"{audit_path}: cannot read pools.{SOURCE_POOL_NAME}.sha256 and .rows of the generation "
             f"audit ({type(err).__name__}: {err}); regenerate it with `python -m sokoban_tools.pools`"
         ) from None
     try:
@@ -194,25 +191,18 @@ def read_pool(data_dir: Path) -> tuple[bytes, list[BoardRow]]:
     return data, rows
 
 
-def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
-    """Apply the rule to the pool in ``data_dir``; the two files it produces."""
-    pool_data, rows = read_pool(data_dir)
-    strata = stratify(rows, data_dir / POOL_FILE)
-    quotas = hamilton_quotas({label: len(members) for label, members in strata.items()}, EVALUATION_SIZE)
-    chosen: dict[str, list[BoardRow]] = {
-        q.label: sorted(strata[q.label], key=lambda row: rank_key(row.task_id))[: q.quota]
-        for q in quotas
-    }
-    selected_ids = {row.task_id for members in chosen.values() for row in members}
-    selected = [row for row in rows if row.task_id in selected_ids]  # source order
-    data = "".join(row.line + "\n" for row in selected).encode("utf-8")
+def choose(strata: dict[str, list[BoardRow]], quotas: list[Quota]) -> dict[str, list[BoardRow]]:
+    """Each stratum's first quota boards in rank order (the rule's step 3)."""
+    return {q.label: sorted(strata[q.label], key=lambda row: rank_key(row.task_id))[: q.quota] for q in quotas}
 
-    stratum_entries = {}
-    for (label, low, high), q in zip(STRATA, quotas):
-        stratum_entries[label] = {
+
+def stratum_entries(pool_rows: int, quotas: list[Quota], chosen: dict[str, list[BoardRow]]) -> dict[str, dict]:
+    """The selection record of every stratum: its span, quota arithmetic and selected IDs."""
+    return {
+        label: {
             "shortest_solution_length": [low, high],
             "source_boards": q.boards,
-            "proportion": exact_text(Fraction(q.boards, len(rows))),
+            "proportion": exact_text(Fraction(q.boards, pool_rows)),
             "exact_quota": exact_text(q.exact),
             "floor": q.floor,
             "remainder": exact_text(q.remainder),
@@ -222,7 +212,14 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
             "selected_shortest_solution_length": length_range(chosen[label]),
             "selected_task_ids": [row.task_id for row in chosen[label]],
         }
-    document = {
+        for (label, low, high), q in zip(STRATA, quotas)
+    }
+
+
+def selection_record(pool_data: bytes, rows: list[BoardRow], quotas: list[Quota],
+                     chosen: dict[str, list[BoardRow]], selected: list[BoardRow], data: bytes) -> dict:
+    """The selection file: the rule, its input, each stratum's arithmetic and the output."""
+    return {
         "protocol": PROTOCOL,
         "command": COMMAND,
         "rule": RULE,
@@ -234,22 +231,22 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
             "keeps source order."
         ),
         "source": {
-            "file": f"fairness/{POOL_FILE}",
+            "file": published(SOURCE_POOL_FILE),
             "sha256": sha256_bytes(pool_data),
             "rows": len(rows),
-            "verified_against": f"fairness/{AUDIT_FILE} pools.{AUDIT_POOL}.sha256 and .rows",
+            "verified_against": f"{published(GENERATION_AUDIT_FILE)} pools.{SOURCE_POOL_NAME}.sha256 and .rows",
             "shortest_solution_length": length_range(rows),
         },
-        "size": EVALUATION_SIZE,
+        "size": VALIDATION_SIZE,
         "quota_totals": {
             "source_boards": len(rows),
             "sum_of_floors": sum(q.floor for q in quotas),
             "extra_places": sum(q.extra_seat for q in quotas),
             "selected": sum(q.quota for q in quotas),
         },
-        "strata": stratum_entries,
+        "strata": stratum_entries(len(rows), quotas, chosen),
         "selected": {
-            "file": f"fairness/{OUTPUT_FILE}",
+            "file": published(VALIDATION_FILE),
             "sha256": sha256_bytes(data),
             "rows": len(selected),
             "order": "source order",
@@ -259,35 +256,49 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
             },
         },
     }
-    return {data_dir / OUTPUT_FILE: data, data_dir / SELECTION_FILE: json_document(document)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = command_line(
-        COMMAND,
-        description=f"Select the {EVALUATION_SIZE} validation boards of {PROTOCOL} from the "
-                    f"1,000-board source pool (fairness/{POOL_FILE}) and write "
-                    f"fairness/{OUTPUT_FILE} and fairness/{SELECTION_FILE}. The rule reads "
-                    "nothing but the pool file.",
-        data_dir=DATA_DIR,
-    )
-    args = parser.parse_args(argv)
-    if not ready([args.data_dir / OUTPUT_FILE, args.data_dir / SELECTION_FILE], args.check):
-        return 1
-    try:
-        files = build(args.data_dir)
-    except (SelectionError, DataError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    ok = publish(files, args.check, COMMAND)
-    selection = json.loads(files[args.data_dir / SELECTION_FILE])
+def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
+    """Apply the rule to the pool in ``data_dir``; the two files it produces."""
+    pool_data, rows = read_pool(data_dir)
+    strata = stratify(rows, data_dir / SOURCE_POOL_FILE)
+    quotas = hamilton_quotas({label: len(members) for label, members in strata.items()}, VALIDATION_SIZE)
+    chosen = choose(strata, quotas)
+    selected_ids = {row.task_id for members in chosen.values() for row in members}
+    selected = [row for row in rows if row.task_id in selected_ids]  # source order
+    data = "".join(row.line + "\n" for row in selected).encode("utf-8")
+    record = selection_record(pool_data, rows, quotas, chosen, selected, data)
+    return {data_dir / VALIDATION_FILE: data, data_dir / SELECTION_FILE: json_document(record)}
+
+
+def report(selection: dict) -> bool:
+    """Print each stratum's quota and the selected file's figures."""
     for label, entry in selection["strata"].items():
         print(f"{label} actions: {entry['source_boards']} source boards, exact quota "
               f"{entry['exact_quota']} -> {entry['quota']} selected")
     picked = selection["selected"]
     print(f"{picked['rows']} boards, lengths {picked['shortest_solution_length']['min']}-"
           f"{picked['shortest_solution_length']['max']}, sha256 {picked['sha256']}")
-    return 0 if ok else 1
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = command_line(
+        COMMAND,
+        description=f"Select the {VALIDATION_SIZE} validation boards of {PROTOCOL} from the "
+                    f"1,000-board source pool (fairness/{SOURCE_POOL_FILE}) and write "
+                    f"fairness/{VALIDATION_FILE} and fairness/{SELECTION_FILE}. The rule reads "
+                    "nothing but the pool file.",
+        data_dir=DATA_DIR,
+    )
+    args = parser.parse_args(argv)
+    outputs = [args.data_dir / VALIDATION_FILE, args.data_dir / SELECTION_FILE]
+
+    def selected() -> tuple[dict[Path, bytes], dict]:
+        files = build(args.data_dir)
+        return files, json.loads(files[args.data_dir / SELECTION_FILE])
+
+    return run_command(COMMAND, args.check, outputs, selected, report)
 
 
 if __name__ == "__main__":

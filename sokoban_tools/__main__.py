@@ -16,16 +16,16 @@ import sys
 import time
 
 from .artifacts import clear_interrupted_writes
-from .release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
-from .repository import ROOT, outside_clone
+from .layout import DATA_FOLDER, IMAGES_FOLDER, ROOT, SELECTOR, outside_clone
+from .publish.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 
 REPO = ROOT
-GENERATED_DIRECTORIES = ("fairness", "images")  # besides the repository root
+GENERATED_DIRECTORIES = (DATA_FOLDER, IMAGES_FOLDER)  # besides the repository root
 # Each step is its own command, run in a fresh process in dependency order; the
 # selector is a top-level script, which the package never imports.
 STEPS = (
     ("pools", ["-m", "sokoban_tools.pools"]),
-    ("selection", [str(REPO / "select_evaluation_256.py")]),
+    ("selection", [str(REPO / SELECTOR)]),
     ("summary", ["-m", "sokoban_tools.summary"]),
     ("verification", ["-m", "sokoban_tools.verify"]),
     ("baselines", ["-m", "sokoban_tools.baselines"]),
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "benchmark":
         # Imported here: it loads the datasets library, the card and the verifier,
         # which reproducing does not need in this process.
-        from . import benchmark
+        from .publish import benchmark
 
         return benchmark.main(rest)
     if rest:

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .repository import outside_clone
+from .layout import outside_clone
 
 JOURNAL = ".publish-journal.json"
 TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by git
@@ -255,3 +255,26 @@ def publish(files: dict[Path, bytes], check: bool, command: str) -> bool:
     names = ", ".join(os.path.relpath(path) for path in files)
     print(f"checked {names}: {'identical' if ok else 'DIFFERENT'}" if check else f"wrote {names}")
     return ok
+
+
+def run_command(command: str, check: bool, outputs, build, report=None) -> int:
+    """A generating command once its options are parsed, as an exit code.
+
+    Stops in one line unless it may write ``outputs`` (:func:`ready`, before any
+    work); ``build()`` returns the files, or the files and what ``report`` needs;
+    they are published, or compared with ``check``; then ``report(found)`` prints
+    what the run found and returns whether it passed. A ``ValueError`` from
+    ``build`` (a bad row, a refused pool: every data error of the package is one)
+    is printed as one ``error:`` line instead of a traceback.
+    """
+    if not ready(outputs, check):
+        return 1
+    try:
+        built = build()
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    files, found = built if isinstance(built, tuple) else (built, None)
+    ok = publish(files, check, command)
+    passed = report(found) if report is not None else True
+    return 0 if ok and passed else 1

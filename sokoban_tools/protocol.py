@@ -10,17 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .repository import ROOT
-
 PROTOCOL = "sokoban-eval-256-v1"
-EVALUATION_SIZE = 256
-DATA_DIR = ROOT / "fairness"  # the published files, in a clone
-EVALUATION_FILE = "evaluation.jsonl"  # in fairness/, written by select_evaluation_256.py
-# The selection's input, written by sokoban_tools.pools: the pool file, its name in the
-# generation audit, and the audit that records its SHA-256 and row count.
-SOURCE_POOL_FILE = "evaluation-pool-1000.jsonl"
-SOURCE_POOL_NAME = "source_pool"
-AUDIT_FILE = "source-pool-summary.json"
+VALIDATION_SIZE = 256
 # (label, shortest length from, to) in stratum order.
 STRATA = (("1-4", 1, 4), ("5-8", 5, 8), ("9-14", 9, 14))
 

@@ -18,17 +18,21 @@ import pytest
 
 import select_evaluation_256 as selector
 from conftest import DATA_DIR, REPO
-from sokoban_tools import artifacts, pools, summary, verify
+from sokoban_tools import artifacts
+from sokoban_tools.data import pools
+from sokoban_tools.verification import summary, verify
 from sokoban_tools.artifacts import JOURNAL, REPRODUCE, clear_interrupted_writes, publish
+from sokoban_tools.layout import (GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE,
+                                  VALIDATION_FILE, VERIFICATION_FILE)
 
-OUTPUTS = (selector.OUTPUT_FILE, selector.SELECTION_FILE)
+OUTPUTS = (VALIDATION_FILE, SELECTION_FILE)
 STALE = b"an older release\n"
 
 
 @pytest.fixture
 def data_dir(tmp_path):
     """The selector's inputs, and stale outputs that a good run replaces."""
-    for name in (selector.POOL_FILE, selector.AUDIT_FILE):
+    for name in (SOURCE_POOL_FILE, GENERATION_AUDIT_FILE):
         shutil.copyfile(DATA_DIR / name, tmp_path / name)
     for name in OUTPUTS:
         (tmp_path / name).write_bytes(STALE)
@@ -50,7 +54,7 @@ def test_a_kill_between_renames_is_reported_by_check_and_by_the_next_write(data_
         import os, runpy, signal, sys
         rename = os.replace
         def dying_replace(source, target):
-            if str(target).endswith({selector.SELECTION_FILE!r}):
+            if str(target).endswith({SELECTION_FILE!r}):
                 os.kill(os.getpid(), signal.SIGKILL)
             rename(source, target)
         os.replace = dying_replace
@@ -59,8 +63,8 @@ def test_a_kill_between_renames_is_reported_by_check_and_by_the_next_write(data_
     """)
     killed = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, timeout=300)
     assert killed.returncode == -9
-    assert (data_dir / selector.OUTPUT_FILE).read_bytes() == (DATA_DIR / selector.OUTPUT_FILE).read_bytes()
-    assert (data_dir / selector.SELECTION_FILE).read_bytes() == STALE  # a mixed set on disk
+    assert (data_dir / VALIDATION_FILE).read_bytes() == (DATA_DIR / VALIDATION_FILE).read_bytes()
+    assert (data_dir / SELECTION_FILE).read_bytes() == STALE  # a mixed set on disk
     assert JOURNAL in leftovers(data_dir)
 
     for args in (["--check"], []):  # every check and the next write refuse, naming the fix
@@ -69,7 +73,7 @@ def test_a_kill_between_renames_is_reported_by_check_and_by_the_next_write(data_
         assert f"{data_dir / JOURNAL}: `python select_evaluation_256.py` was interrupted" in refused.stderr
         assert "mixed set" in refused.stderr and f"run `{REPRODUCE}`" in refused.stderr
         assert "Traceback" not in refused.stderr
-    assert (data_dir / selector.SELECTION_FILE).read_bytes() == STALE
+    assert (data_dir / SELECTION_FILE).read_bytes() == STALE
 
     left = leftovers(data_dir)
     assert sorted(p.name for p in clear_interrupted_writes([data_dir])) == left
@@ -134,10 +138,10 @@ def test_git_ignores_temporaries_and_journals_and_tracks_none():
 # --- Unwritable outputs, found before any work -------------------------------------------------
 
 COMMANDS = {
-    "pools": (pools.main, pools.TRAIN.file),
-    "selector": (selector.main, selector.OUTPUT_FILE),
-    "summary": (summary.main, summary.SUMMARY_FILE),
-    "verify": (verify.main, verify.EVALUATION_REPORT),
+    "pools": (pools.main, TRAIN_FILE),
+    "selector": (selector.main, VALIDATION_FILE),
+    "summary": (summary.main, SUMMARY_FILE),
+    "verify": (verify.main, VERIFICATION_FILE),
 }
 
 

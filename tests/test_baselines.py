@@ -12,11 +12,11 @@ from fractions import Fraction
 import pytest
 
 from conftest import DATA_DIR, REPO
-from sokoban_tools import baselines
-from sokoban_tools.board import ACTIONS
-from sokoban_tools.env import (BOX_ON_TARGET_REWARD, STEP_PENALTY, WIN_REWARD, FairSokobanEnv,
+from sokoban_tools.evaluation import baselines
+from sokoban_tools.rules.board import ACTIONS
+from sokoban_tools.runtime.env import (BOX_ON_TARGET_REWARD, STEP_PENALTY, WIN_REWARD, FairSokobanEnv,
                                step_reward)
-from sokoban_tools.records import read_rows
+from sokoban_tools.data.records import read_rows
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,15 @@ import sys
 import pytest
 
 from conftest import REPO, TEST_DATA
-from sokoban_tools import benchmark, original
-from sokoban_tools.board import Board
-from sokoban_tools.solver import shortest_solution
+from sokoban_tools.publish import benchmark, original
+from sokoban_tools.rules.board import Board
+from sokoban_tools.layout import BENCHMARKS
+from sokoban_tools.rules.solver import shortest_solution
 
 
 def test_benchmark__prints_the_figures_and_writes_nothing_unless_asked(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(benchmark, "measure", lambda: [("generator, per seed", "0.1 ms", "2.8 ms", "≤ 0.14 ms")])
-    monkeypatch.setattr(benchmark, "REPO", tmp_path)
+    monkeypatch.setattr(benchmark, "ROOT", tmp_path)
     monkeypatch.setattr(benchmark.card, "main", lambda argv: pytest.fail("the card was rewritten"))
     assert benchmark.main([]) == 0
     assert "| generator, per seed | 0.1 ms | 2.8 ms | ≤ 0.14 ms |" in capsys.readouterr().out
@@ -24,7 +25,7 @@ def test_benchmark__prints_the_figures_and_writes_nothing_unless_asked(monkeypat
     rewrites = []
     monkeypatch.setattr(benchmark.card, "main", lambda argv: rewrites.append(argv) or 0)
     assert benchmark.main(["--write"]) == 0
-    written = (tmp_path / benchmark.card.BENCHMARKS).read_text(encoding="utf-8")
+    written = (tmp_path / BENCHMARKS).read_text(encoding="utf-8")
     assert written.startswith("# Benchmarks\n\n") and "| generator, per seed | 0.1 ms |" in written
     assert "load average" in written
     assert rewrites == [[]]
@@ -32,8 +33,8 @@ def test_benchmark__prints_the_figures_and_writes_nothing_unless_asked(monkeypat
 
 def test_main__starts_without_the_benchmark_and_the_datasets_library():
     program = ("import sys, sokoban_tools.__main__; "
-               "print(sorted(m for m in ('datasets', 'sokoban_tools.benchmark', 'sokoban_tools.card', "
-               "'sokoban_tools.verify') if m in sys.modules))")
+               "print(sorted(m for m in ('datasets', 'sokoban_tools.publish.benchmark', 'sokoban_tools.publish.card', "
+               "'sokoban_tools.verification.verify') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

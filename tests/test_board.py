@@ -2,7 +2,7 @@
 
 import pytest
 
-from sokoban_tools.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd, play, to_lurd
+from sokoban_tools.rules.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd, play, to_lurd
 
 ROOM = "\n".join([
     "######",

@@ -13,10 +13,11 @@ from huggingface_hub import DatasetCard
 
 import sokoban_fairness
 from conftest import DATA_DIR, REPO
-from sokoban_tools import card
+from sokoban_tools.publish import card
 from sokoban_tools.artifacts import publish
+from sokoban_tools.layout import CONFIGURATIONS
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.records import DataError
+from sokoban_tools.data.records import DataError
 
 README = REPO / "README.md"
 
@@ -75,10 +76,15 @@ def test_card__pins_no_digest_of_a_file_with_a_bad_row(tmp_path, name, damage, p
     assert str(refused.value).startswith(f"{path}:42: ") and problem in str(refused.value)
 
 
+def test_layout__names_the_data_files_as_the_standalone_loading_script_does():
+    assert CONFIGURATIONS == sokoban_fairness.SPLIT_FILES
+    assert sokoban_fairness.TRAIN_FILE == CONFIGURATIONS["fairness"]["train"]
+
+
 def test_card__yaml_splits_count_the_rows_of_their_files():
     data = DatasetCard.load(README).data.to_dict()
     files = {c["config_name"]: {d["split"]: d["path"] for d in c["data_files"]} for c in data["configs"]}
-    assert files == card.SPLITS
+    assert files == CONFIGURATIONS
     for info in data["dataset_info"]:
         for split in info["splits"]:
             path = REPO / files[info["config_name"]][split["name"]]
@@ -112,9 +118,31 @@ def test_card__pictures_it_shows_exist(card_text):
     assert pictures and all((REPO / p).is_file() for p in pictures)
 
 
-def test_card__template_names_only_known_figures():
-    with pytest.raises(KeyError, match="no report provides"):
-        card.fill("{{ missing }}", {})
+def test_card__a_template_typo_is_a_template_error_not_a_stale_report():
+    with pytest.raises(card.CardError, match=r"README.md: template error: it names \{\{ missing \}\}, which no report"
+                                             r" provides; fix the template") as refused:
+        card.fill("{{ missing }}", {}, "README.md")
+    assert "regenerate" not in str(refused.value)
+
+
+@pytest.mark.parametrize("text", ["| What | This code |\n", "# Benchmarks\n\nno table yet\n", ""])
+def test_card__quotes_benchmarks_only_with_its_title_and_table(tmp_path, text):
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(card.CardError, match=f"{re.escape(str(path))}: expected the title line '# Benchmarks' and a "
+                                             r"table.*benchmark --write"):
+        card.benchmarks_text(path)
+    path.write_text("# Benchmarks\n\nMeasured.\n\n| What | This code |\n|---|---|\n", encoding="utf-8")
+    assert card.benchmarks_text(path) == "Measured.\n\n| What | This code |\n|---|---|"
+
+
+def test_card__a_missing_report_or_citation_is_named_with_its_fix(tmp_path):
+    with pytest.raises(card.CardError, match=re.escape(f"{tmp_path / 'fairness/summary.json'}: cannot be read (")
+                       + ".*regenerate the reports first"):
+        card._read_json(tmp_path, "fairness/summary.json")
+    (tmp_path / "sokoban_fairness.py").write_text("# no citation\n", encoding="utf-8")
+    with pytest.raises(card.CardError, match="has no _CITATION"):
+        card._citation(tmp_path)
 
 
 def test_cache_hash__changes_when_a_pinned_checksum_changes_and_only_then(tmp_path):

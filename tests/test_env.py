@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -26,11 +27,11 @@ from PIL import Image, ImageSequence
 from conftest import REPO
 from unavailable import unavailable
 from sokoban_render import render_rgb
-from sokoban_tools.board import DOWN, RIGHT, UP, Board, from_lurd
-from sokoban_tools.env import DEFAULT_MAX_STEPS, NO_ACTION, FairSokobanEnv, step_reward
-from sokoban_tools.images import replay_frames
-from sokoban_tools.runtime_benchmark import load_into_gym
-from sokoban_tools.tasks import load_evaluation
+from sokoban_tools.rules.board import DOWN, RIGHT, UP, Board, from_lurd
+from sokoban_tools.runtime.env import DEFAULT_MAX_STEPS, NO_ACTION, FairSokobanEnv, step_reward
+from sokoban_tools.rules.images import replay_frames
+from sokoban_tools.publish.runtime_benchmark import load_into_gym
+from sokoban_tools.runtime.tasks import load_validation
 
 # A corridor: player, box, target in a row; the box is one push from its target.
 CORRIDOR = Board.from_xsb("######\n#@$. #\n#    #\n#    #\n#    #\n######")
@@ -266,16 +267,25 @@ def test_conformance__random_play_matches_gym_sokoban_step_for_step(gym_sokoban_
 def test_example__plays_a_validation_board_to_a_gif_a_person_can_open(tmp_path):
     (tmp_path / "fairness").mkdir()
     shutil.copy(REPO / "fairness/evaluation.jsonl", tmp_path / "fairness/evaluation.jsonl")
-    result = subprocess.run(
-        [sys.executable, "-m", "examples.play_validation_board"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True, text=True, timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    first = load_evaluation(REPO / "fairness/evaluation.jsonl")[0]
-    assert f"{first.task_id}: won=True in {first.shortest_solution_length} actions" in result.stdout
+    first = load_validation(REPO / "fairness/evaluation.jsonl")[0]
     expected = replay_frames(first.board, from_lurd(first.shortest_solution))
-    with Image.open(tmp_path / "validation-board.gif") as gif:
-        assert gif.format == "GIF" and gif.n_frames == len(expected) and gif.info["loop"] == 0
-        for frame, image in zip(ImageSequence.Iterator(gif), expected):
-            assert np.array_equal(np.asarray(frame.convert("RGB")), image)
+    # Where the user says, and by default into a fresh temporary folder, never the clone.
+    (tmp_path / "temp").mkdir()
+    for arguments, written in ((["board.gif"], tmp_path / "board.gif"), ([], None)):
+        result = subprocess.run(
+            [sys.executable, "-m", "examples.play_validation_board", *arguments],
+            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path / "temp")},
+            capture_output=True, text=True, timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        assert f"{first.task_id}: won=True in {first.shortest_solution_length} actions; wrote " in result.stdout
+        path = Path(result.stdout.split("; wrote ")[1].strip())
+        if written is None:
+            assert path.parent.parent == tmp_path / "temp" and path.name == "validation-board.gif"
+        else:
+            assert tmp_path / path == written
+        with Image.open(tmp_path / path) as gif:
+            assert gif.format == "GIF" and gif.n_frames == len(expected) and gif.info["loop"] == 0
+            for frame, image in zip(ImageSequence.Iterator(gif), expected):
+                assert np.array_equal(np.asarray(frame.convert("RGB")), image)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["board.gif", "fairness", "temp"]

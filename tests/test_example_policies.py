@@ -3,10 +3,10 @@ schema, scored and compared by the commands."""
 
 import pytest
 
-from sokoban_tools import compare, example_policies, score
-from sokoban_tools.env import BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
-from sokoban_tools.episodes import read_episodes
-from sokoban_tools.tasks import load_evaluation
+from sokoban_tools.evaluation import compare, example_policies, score
+from sokoban_tools.runtime.env import BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from sokoban_tools.runtime.episodes import read_episodes
+from sokoban_tools.runtime.tasks import load_validation
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_example__the_path_follower_improves_on_random_only_once_it_follows(logs
 
 
 def test_example__a_pass_is_the_same_when_played_again():
-    boards = load_evaluation()[:20]
+    boards = load_validation()[:20]
     first = example_policies.play_pass("path-follower", 2, 5, boards, "ab" * 32)
     assert first == example_policies.play_pass("path-follower", 2, 5, boards, "ab" * 32)
     assert first != example_policies.play_pass("path-follower", 3, 5, boards, "ab" * 32)

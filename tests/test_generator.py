@@ -8,9 +8,9 @@ import pytest
 
 from conftest import SHARED_VECTORS, TEST_DATA
 from unavailable import unavailable
-from sokoban_tools.board import Board
-from sokoban_tools.generator import GeneratorConfig, Rejection, generate
-from sokoban_tools.solver import shortest_solution
+from sokoban_tools.rules.board import Board
+from sokoban_tools.data.generator import GeneratorConfig, Rejection, generate
+from sokoban_tools.rules.solver import shortest_solution
 
 VECTORS = TEST_DATA / "generator-seeds.jsonl"
 

@@ -26,9 +26,10 @@ from packaging.requirements import Requirement
 
 from conftest import REPO
 from sokoban_tools.artifacts import ready
-from sokoban_tools.repository import is_clone, outside_clone
-from sokoban_tools.sampler import TrainingSampler
-from sokoban_tools.tasks import EVALUATION_FILE, TRAIN_FILE, load_training
+from sokoban_tools.layout import is_clone, outside_clone
+from sokoban_tools.runtime.sampler import TrainingSampler
+from sokoban_tools.layout import TRAIN_DATA as TRAIN_FILE, VALIDATION_DATA as EVALUATION_FILE
+from sokoban_tools.runtime.tasks import load_training
 from unavailable import unavailable
 from venvs import Venv, require_venv, run_client
 
@@ -97,7 +98,7 @@ def _source_copy(directory: Path) -> Path:
     names = ["pyproject.toml", PYPROJECT["project"]["readme"], *(f"{m}.py" for m in tool["py-modules"])]
     for name in names:
         shutil.copyfile(REPO / name, directory / name)
-    for package in tool["packages"]:
+    for package in sorted({name.split(".")[0] for name in tool["packages"]["find"]["include"]}):
         shutil.copytree(REPO / package, directory / package, ignore=shutil.ignore_patterns("__pycache__"))
     return directory
 
@@ -135,14 +136,14 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
     import os
     os.chdir(ARGS["cwd"])  # a trainer's folder: no clone on the path
     import sokoban_tools
-    from sokoban_tools.board import from_lurd
-    from sokoban_tools.env import FairSokobanEnv
-    from sokoban_tools.sampler import TrainingSampler, validation_chunks
-    from sokoban_tools.score import score
-    from sokoban_tools.tasks import load_evaluation, load_training
-    from sokoban_tools.verl_agent import build_sokoban_envs
+    from sokoban_tools.rules.board import from_lurd
+    from sokoban_tools.runtime.env import FairSokobanEnv
+    from sokoban_tools.runtime.sampler import TrainingSampler, validation_chunks
+    from sokoban_tools.evaluation.score import score
+    from sokoban_tools.runtime.tasks import load_validation, load_training
+    from sokoban_tools.runtime.verl_agent import build_sokoban_envs
 
-    boards = load_evaluation(ARGS["evaluation"])
+    boards = load_validation(ARGS["evaluation"])
     row = boards[0]
     env = FairSokobanEnv()
     observation, info = env.reset(row)
@@ -170,7 +171,8 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
         "scored": scored,
         "batch": list(batch.task_ids),
         "chunks": [len(chunk.task_ids) for chunk in validation_chunks([r.task_id for r in boards], 128)],
-        "templates": sorted(os.listdir(os.path.join(os.path.dirname(sokoban_tools.__file__), "card_templates"))),
+        "templates": sorted(os.listdir(os.path.join(os.path.dirname(sokoban_tools.__file__), "publish",
+                                                    "card_templates"))),
     })
     ''', {"cwd": elsewhere, "data": data, "evaluation": data / EVALUATION_FILE, "train": data / TRAIN_FILE,
         "sampler": SAMPLER})
@@ -182,7 +184,7 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
     assert result["chunks"] == [128, 128]
     groups = result["scored"]["groups"]
     assert [(g["method"], g["boards"], g["wins"]) for g in groups] == [("oracle", 256, 256)]
-    assert result["templates"] == sorted(p.name for p in (REPO / "sokoban_tools" / "card_templates").iterdir())
+    assert result["templates"] == sorted(p.name for p in (REPO / "sokoban_tools" / "publish" / "card_templates").iterdir())
 
 
 @pytest.mark.slow

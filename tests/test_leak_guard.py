@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from sokoban_tools.board import from_lurd
-from sokoban_tools.env import MODES, FairSokobanEnv
-from sokoban_tools.records import BoardRow
-from sokoban_tools.tasks import load_evaluation
+from sokoban_tools.rules.board import from_lurd
+from sokoban_tools.runtime.env import MODES, FairSokobanEnv
+from sokoban_tools.data.records import BoardRow
+from sokoban_tools.runtime.tasks import load_validation
 
 SEQUENCES_PER_ROW = 3
 
@@ -55,7 +55,7 @@ def encoded(observation) -> object:
 
 @pytest.fixture(scope="module")
 def rows(train_rows):
-    return load_evaluation(REPO / "fairness/evaluation.jsonl") + train_rows[:128]
+    return load_validation(REPO / "fairness/evaluation.jsonl") + train_rows[:128]
 
 
 def test_leak_guard__swapping_solution_length_and_seed_between_rows_changes_no_observation(rows):

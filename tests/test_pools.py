@@ -9,26 +9,27 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from conftest import DATA_DIR
-from sokoban_tools import pools
+from sokoban_tools.data import pools
 from traces import load_traces
 from sokoban_tools.artifacts import publish, sha256_file
-from sokoban_tools.board import from_lurd, play
-from sokoban_tools.generator import GeneratorConfig
-from sokoban_tools.pools import AUDIT_FILE, POOLS, SOURCE_POOL, TRAIN, candidate_stream, scan_pool
+from sokoban_tools.rules.board import from_lurd, play
+from sokoban_tools.data.generator import GeneratorConfig
+from sokoban_tools.layout import GENERATION_AUDIT_FILE
+from sokoban_tools.data.pools import POOLS, SOURCE_POOL, TRAINING_POOL, candidate_stream, scan_pool
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.records import ROW_KEYS
-from sokoban_tools.solver import shortest_solution
-from sokoban_tools.symmetry import canonical_form
+from sokoban_tools.data.records import ROW_KEYS
+from sokoban_tools.rules.solver import shortest_solution
+from sokoban_tools.rules.symmetry import canonical_form
 
 
 @pytest.fixture(scope="module")
 def audit():
-    return json.loads((DATA_DIR / AUDIT_FILE).read_text())
+    return json.loads((DATA_DIR / GENERATION_AUDIT_FILE).read_text())
 
 
 @pytest.mark.parametrize("spec", POOLS, ids=lambda s: s.name)
 def test_pool__has_its_size_ids_and_key_order(spec, request):
-    rows = request.getfixturevalue("train_rows" if spec is TRAIN else "pool_rows")
+    rows = request.getfixturevalue("train_rows" if spec is TRAINING_POOL else "pool_rows")
     assert len(rows) == spec.size
     assert [r.task_id for r in rows] == [spec.task_id(i) for i in range(spec.size)]
     assert all(list(json.loads(r.line)) == list(ROW_KEYS) for r in rows)
@@ -59,7 +60,7 @@ def test_pools__canonical_forms_are_unique_across_both_pools(train_rows, pool_ro
 
 
 def test_audit__figures_agree_with_the_files(audit, train_rows, pool_rows):
-    for spec, rows in ((TRAIN, train_rows), (SOURCE_POOL, pool_rows)):
+    for spec, rows in ((TRAINING_POOL, train_rows), (SOURCE_POOL, pool_rows)):
         entry = audit["pools"][spec.name]
         lengths = [r.shortest_solution_length for r in rows]
         assert entry["rows"] == entry["accepted"] == len(rows)
@@ -96,7 +97,7 @@ def test_audit__source_pool_strata_are_the_cards_531_412_57(audit, pool_rows):
 def test_scan__two_worker_processes_accept_what_one_process_accepts(train_rows):
     # Small enough to be quick, large enough to span several blocks per worker,
     # duplicates and the first rejected seed, 3248.
-    spec = dataclasses.replace(TRAIN, size=1650)
+    spec = dataclasses.replace(TRAINING_POOL, size=1650)
     config = GeneratorConfig()
     alone = scan_pool(spec, {}, candidate_stream(spec.first_seed, config))
     with ProcessPoolExecutor(2) as executor:

@@ -6,9 +6,9 @@ import re
 import pytest
 
 from conftest import DATA_DIR
-from sokoban_tools.board import Board
-from sokoban_tools.records import ROW_KEYS, DataError, encode_row, read_rows
-from sokoban_tools.solver import shortest_solution
+from sokoban_tools.rules.board import Board
+from sokoban_tools.data.records import ROW_KEYS, DataError, encode_row, read_rows
+from sokoban_tools.rules.solver import shortest_solution
 
 GOOD = (DATA_DIR / "evaluation.jsonl").read_text(encoding="utf-8").splitlines()[:3]
 

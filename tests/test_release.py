@@ -12,11 +12,11 @@ import pytest
 import sokoban_fairness
 from conftest import REPO
 from sokoban_tools import __main__ as reproduce_command
-from sokoban_tools import card
-from sokoban_tools.release import Release, ReleaseError, changelog_versions, pinned_release, release_to_pin
+from sokoban_tools.publish import card
+from sokoban_tools.publish.release import Release, ReleaseError, changelog_versions, pinned_release, release_to_pin
 
 TRAIN = "fairness/train.jsonl"
-TEMPLATE = "sokoban_tools/card_templates/README.md"
+TEMPLATE = "sokoban_tools/publish/card_templates/README.md"
 NEW_ENTRY = "- **1.1.0** — the training pool loses its last board.\n"
 
 

@@ -28,14 +28,14 @@ import sokoban_fairness
 import sokoban_render
 from sokoban_render import TILE_SIZE
 from sokoban_render import render_rgb
-from sokoban_tools.board import RIGHT
-from sokoban_tools.board import UP
-from sokoban_tools.board import Board
-from sokoban_tools.images import contact_sheet
-from sokoban_tools.images import render_board
-from sokoban_tools.images import replay_frames
-from sokoban_tools.images import save_gif
-from sokoban_tools.images import save_png
+from sokoban_tools.rules.board import RIGHT
+from sokoban_tools.rules.board import UP
+from sokoban_tools.rules.board import Board
+from sokoban_tools.rules.images import contact_sheet
+from sokoban_tools.rules.images import render_board
+from sokoban_tools.rules.images import replay_frames
+from sokoban_tools.rules.images import save_gif
+from sokoban_tools.rules.images import save_png
 
 # SHA-256 of gym-sokoban 0.0.6's seven tiles stacked in TILE_NAMES order, (7, 16, 16, 3) uint8.
 # It lets the renderer be checked offline too; the online tests confirm the digest itself.

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from sokoban_tools.env import FairSokobanEnv
+from sokoban_tools.runtime.env import FairSokobanEnv
 from traces import boards_of, calls_of, load_traces, mismatches
 
 

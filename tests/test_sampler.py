@@ -16,8 +16,9 @@ import pytest
 
 import sokoban_fairness
 from conftest import DATA_DIR, REPO
-from sokoban_tools.sampler import TrainingSampler, validation_chunks
-from sokoban_tools.tasks import EVALUATION_FILE, load_evaluation, load_tasks, load_training
+from sokoban_tools.runtime.sampler import TrainingSampler, validation_chunks
+from sokoban_tools.layout import VALIDATION_DATA as EVALUATION_FILE
+from sokoban_tools.runtime.tasks import load_validation, load_tasks, load_training
 
 BATCH, GROUP = 128, 8
 
@@ -29,7 +30,7 @@ def train_ids():
 
 @pytest.fixture(scope="module")
 def evaluation_rows():
-    return load_evaluation(REPO / EVALUATION_FILE)
+    return load_validation(REPO / EVALUATION_FILE)
 
 
 def draws(sampler: TrainingSampler, updates: int) -> list[tuple[str, ...]]:
@@ -93,7 +94,7 @@ def test_training__never_touches_the_global_rngs(train_ids):
 SEQUENCE_DIGEST_SCRIPT = """
 import hashlib, sys
 sys.path.insert(0, sys.argv[1])
-from sokoban_tools.sampler import TrainingSampler
+from sokoban_tools.runtime.sampler import TrainingSampler
 sampler = TrainingSampler([f"train-{i:05d}" for i in range(5000)], 128, 8, seed=2024)
 text = "|".join(",".join(sampler.next_batch().task_ids) for _ in range(10))
 print(hashlib.sha256(text.encode()).hexdigest())
@@ -253,7 +254,7 @@ def test_loader__refuses_a_file_that_is_not_the_published_one_with_the_scripts_m
         data = data[: data.rindex(b"\n", 0, len(data) - 1) + 1]
     copy = tmp_path / "evaluation.jsonl"
     copy.write_bytes(data)
-    message = _error_message(lambda: load_evaluation(copy))
+    message = _error_message(lambda: load_validation(copy))
     assert message == _error_message(lambda: sokoban_fairness.check_published_file(copy, EVALUATION_FILE))
     published = sokoban_fairness.PUBLISHED_FILES[EVALUATION_FILE]
     assert published["sha256"] in message and EVALUATION_FILE in message and "force_redownload" in message
@@ -268,7 +269,7 @@ def test_loader__refuses_a_file_that_is_not_the_published_one_with_the_scripts_m
 def test_loader__refuses_a_file_descriptor_and_leaves_it_open(tmp_path):
     with open(DATA_DIR / "evaluation.jsonl", "rb") as handle:
         with pytest.raises(TypeError, match="must be a str or os.PathLike file path, not"):
-            load_evaluation(handle.fileno())
+            load_validation(handle.fileno())
         assert handle.read(1) == b"{"  # the descriptor was neither read nor closed
 
 

@@ -11,11 +11,11 @@ import pytest
 
 import sokoban_fairness
 from conftest import DATA_DIR
-from sokoban_tools import compare, score
-from sokoban_tools.episodes import EpisodeRecord
+from sokoban_tools.evaluation import compare, score
+from sokoban_tools.runtime.episodes import EpisodeRecord
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.records import read_rows
-from sokoban_tools.stats import PairedTable, newcombe_paired_interval, wilson_interval
+from sokoban_tools.data.records import read_rows
+from sokoban_tools.evaluation.stats import PairedTable, newcombe_paired_interval, wilson_interval
 
 DIGEST = sokoban_fairness.PUBLISHED_FILES["fairness/evaluation.jsonl"]["sha256"]
 ROWS = read_rows(DATA_DIR / "evaluation.jsonl")
@@ -174,7 +174,7 @@ def test_commands__have_help(module, capsys):
 
 def test_card__documents_the_episode_log_schema_key_by_key():
     from conftest import REPO
-    from sokoban_tools.episodes import EPISODE_KEYS
+    from sokoban_tools.runtime.episodes import EPISODE_KEYS
 
     card = (REPO / "README.md").read_text(encoding="utf-8")
     section = card.split("## Scoring and comparing methods", 1)[1].split("\n- ", 1)[0]

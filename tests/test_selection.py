@@ -18,9 +18,9 @@ import pytest
 from conftest import DATA_DIR, REPO
 from unavailable import unavailable
 import select_evaluation_256 as selector
-from sokoban_tools.board import Board
-from sokoban_tools.records import encode_row
-from sokoban_tools.solver import shortest_solution
+from sokoban_tools.rules.board import Board
+from sokoban_tools.data.records import encode_row
+from sokoban_tools.rules.solver import shortest_solution
 
 POOL = "evaluation-pool-1000.jsonl"
 AUDIT = "source-pool-summary.json"

@@ -2,8 +2,8 @@
 
 import itertools
 
-from sokoban_tools.board import ACTIONS, DOWN, LEFT, RIGHT, UP, Board, play, to_lurd
-from sokoban_tools.solver import shortest_solution
+from sokoban_tools.rules.board import ACTIONS, DOWN, LEFT, RIGHT, UP, Board, play, to_lurd
+from sokoban_tools.rules.solver import shortest_solution
 
 
 def brute_force_length(board, limit):

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from sokoban_tools.stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
+from sokoban_tools.evaluation.stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
                                  sign_test_p, wilson_interval)
 
 

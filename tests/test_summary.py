@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from conftest import DATA_DIR, REPO
-from sokoban_tools import summary
+from sokoban_tools.verification import summary
 
 FILES = {"train": "train.jsonl", "validation": "evaluation.jsonl",
          "source_pool_1000": "evaluation-pool-1000.jsonl"}

@@ -2,8 +2,8 @@
 
 import pytest
 
-from sokoban_tools.board import Board
-from sokoban_tools.symmetry import canonical_form, symmetric_images
+from sokoban_tools.rules.board import Board
+from sokoban_tools.rules.symmetry import canonical_form, symmetric_images
 
 ROOM = "######\n#  . #\n# $  #\n#  @ #\n#    #\n######"
 

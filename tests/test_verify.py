@@ -13,11 +13,12 @@ import pytest
 
 from conftest import DATA_DIR, REPO
 from sokoban_fairness import render_rgb
-from sokoban_tools import images, verify
-from sokoban_tools.board import Board, from_lurd, play, to_lurd
-from sokoban_tools.records import encode_row
-from sokoban_tools.solver import shortest_solution
-from sokoban_tools.symmetry import symmetric_images
+from sokoban_tools.rules import images
+from sokoban_tools.verification import verify
+from sokoban_tools.rules.board import Board, from_lurd, play, to_lurd
+from sokoban_tools.data.records import encode_row
+from sokoban_tools.rules.solver import shortest_solution
+from sokoban_tools.rules.symmetry import symmetric_images
 
 TRAIN, POOL, VALIDATION = "train.jsonl", "evaluation-pool-1000.jsonl", "evaluation.jsonl"
 REPORTS = ("verification.json", "source-pool-verification.json")

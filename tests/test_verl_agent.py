@@ -18,11 +18,11 @@ import pytest
 from conftest import REPO
 from sokoban_fairness import PUBLISHED_FILES
 from unavailable import unavailable
-from sokoban_tools.board import from_lurd
-from sokoban_tools.episodes import read_episodes
-from sokoban_tools.sampler import TrainingSampler
-from sokoban_tools.tasks import load_evaluation, load_training
-from sokoban_tools.verl_agent import FAIRNESS_SETTINGS, build_sokoban_envs
+from sokoban_tools.rules.board import from_lurd
+from sokoban_tools.runtime.episodes import read_episodes
+from sokoban_tools.runtime.sampler import TrainingSampler
+from sokoban_tools.runtime.tasks import load_validation, load_training
+from sokoban_tools.runtime.verl_agent import FAIRNESS_SETTINGS, build_sokoban_envs
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
 
@@ -34,7 +34,7 @@ def local(seed=0, env_num=1, group_n=1, mode="rgb_array", is_train=True, **optio
 
 @pytest.fixture(scope="module")
 def evaluation():
-    return load_evaluation(REPO / "fairness/evaluation.jsonl")
+    return load_validation(REPO / "fairness/evaluation.jsonl")
 
 
 @pytest.fixture(scope="module")
@@ -242,7 +242,7 @@ def test_bad_input__numpy_actions_are_accepted():
 
 
 def test_worker__importing_the_environment_loads_neither_datasets_nor_pyarrow_nor_pillow():
-    program = ("import sys, sokoban_tools.env\n"
+    program = ("import sys, sokoban_tools.runtime.env\n"
                "print(sorted({m.split('.')[0] for m in sys.modules} & {'datasets', 'pyarrow', 'PIL', 'ray'}))")
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -262,7 +262,7 @@ def test_example__the_cards_runtime_example_runs_on_ray_and_logs_every_episode(t
     log = read_episodes(tmp_path / "episodes.jsonl")
     validation = [r for r in log if r.phase == "validation"]
     assert len(validation) == 2 * 256 and {r.update for r in validation} == {0, 2}
-    evaluation = [row.task_id for row in load_evaluation(REPO / "fairness/evaluation.jsonl")]
+    evaluation = [row.task_id for row in load_validation(REPO / "fairness/evaluation.jsonl")]
     for update in (0, 2):
         assert sorted(r.task_id for r in validation if r.update == update) == sorted(evaluation)
     assert len(log) - len(validation) == 3 * 4  # three draws of 2 boards x 2 copies

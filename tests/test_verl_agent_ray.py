@@ -15,11 +15,11 @@ import pytest
 from conftest import REPO
 from unavailable import unavailable
 from sokoban_render import render_rgb
-from sokoban_tools.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
-from sokoban_tools.env import FairSokobanEnv, render
-from sokoban_tools.sampler import TrainingSampler
-from sokoban_tools.tasks import load_evaluation, load_training
-from sokoban_tools.verl_agent import WorkerError, build_sokoban_envs
+from sokoban_tools.rules.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
+from sokoban_tools.runtime.env import FairSokobanEnv, render
+from sokoban_tools.runtime.sampler import TrainingSampler
+from sokoban_tools.runtime.tasks import load_validation, load_training
+from sokoban_tools.runtime.verl_agent import WorkerError, build_sokoban_envs
 from traces import boards_of, calls_of, load_traces, mismatches
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
@@ -60,7 +60,7 @@ def validation(ray):
 @pytest.fixture(scope="module")
 def rows():
     training = {row.task_id: row for row in load_training(REPO / "fairness/train.jsonl")}
-    return training, load_evaluation(REPO / "fairness/evaluation.jsonl")
+    return training, load_validation(REPO / "fairness/evaluation.jsonl")
 
 
 def test_ray__workers_are_ray_actors_one_environment_each(ray, training):

@@ -18,7 +18,7 @@ import numpy as np
 
 from conftest import DATA_DIR, SHARED_VECTORS
 from unavailable import unavailable
-from sokoban_tools.records import read_rows
+from sokoban_tools.data.records import read_rows
 
 TRACES = SHARED_VECTORS / "runtime-traces.jsonl.gz"
 RENDERS = ("state", "list", "tiny_rgb_array")

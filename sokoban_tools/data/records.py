@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .board import Board, from_lurd, play, to_lurd
+from ..rules.board import Board, from_lurd, play, to_lurd
 
 ROW_KEYS = (
     "task_id",

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sokoban_fairness import SPLIT_FILES, check_published_file
+from sokoban_fairness import check_published_file
 
-from .records import BoardRow, parse_rows
-
-EVALUATION_FILE = SPLIT_FILES["fairness"]["validation"]
-TRAIN_FILE = SPLIT_FILES["fairness"]["train"]
+from ..data.records import BoardRow, parse_rows
+from ..layout import TRAIN_DATA, VALIDATION_DATA
 
 
 def load_tasks(path: Path | str, name: str) -> list[BoardRow]:
@@ -29,12 +27,12 @@ def load_tasks(path: Path | str, name: str) -> list[BoardRow]:
     return parse_rows(check_published_file(path, name), path)
 
 
-def load_evaluation(path: Path | str = EVALUATION_FILE) -> list[BoardRow]:
+def load_validation(path: Path | str = VALIDATION_DATA) -> list[BoardRow]:
     """The 256 validation boards in stored order, checked (default path relative
     to the repository root)."""
-    return load_tasks(path, EVALUATION_FILE)
+    return load_tasks(path, VALIDATION_DATA)
 
 
-def load_training(path: Path | str = TRAIN_FILE) -> list[BoardRow]:
+def load_training(path: Path | str = TRAIN_DATA) -> list[BoardRow]:
     """The 5,000 training boards in stored order, checked."""
-    return load_tasks(path, TRAIN_FILE)
+    return load_tasks(path, TRAIN_DATA)

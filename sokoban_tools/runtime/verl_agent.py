@@ -8,7 +8,7 @@ object with the same surface: ``mode``, ``reset() -> (obs_list, info_list)``,
 ``step(actions) -> (obs_list, reward_list, done_list, info_list)``,
 ``render(mode='rgb_array', env_idx=None)`` and ``close()``, all lists of length
 ``env_num * group_n`` in worker order. Each worker is a Ray actor running one
-:class:`sokoban_tools.env.FairSokobanEnv`, which behaves step for step like the
+:class:`sokoban_tools.runtime.env.FairSokobanEnv`, which behaves step for step like the
 original environment.
 
 What differs is where boards come from, decided in the driver process, never in a
@@ -16,7 +16,7 @@ worker (a worker receives a :class:`Board` and nothing else: no seed, solution o
 length):
 
 * training (``is_train=True``): each ``reset()`` is one update's draw of
-  :class:`sokoban_tools.sampler.TrainingSampler`: ``env_num`` distinct boards of
+  :class:`sokoban_tools.runtime.sampler.TrainingSampler`: ``env_num`` distinct boards of
   ``fairness/train.jsonl``, without replacement, from a private RNG seeded with
   ``seed``, each played by ``group_n`` adjacent workers. The sampler lives in
   the driver, so releasing the actors (``close()``) and resetting again, or
@@ -27,7 +27,7 @@ length):
   :meth:`FairSokobanEnvs.end_pass` bracket it, and ``end_pass`` refuses an
   incomplete pass. Validation uses no RNG and never touches a training sampler.
 
-Every episode's outcome is kept as an :class:`sokoban_tools.episodes.EpisodeRecord`
+Every episode's outcome is kept as an :class:`sokoban_tools.runtime.episodes.EpisodeRecord`
 (:meth:`FairSokobanEnvs.take_episodes`, and appended to ``episode_log`` if given).
 An episode ends at its first ``done`` (later steps are ignored, as the trainer
 masks them) or, if it never reports ``done``, at the next ``reset()``,
@@ -42,15 +42,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from .board import Board
+from ..data.generator import GeneratorConfig
+from ..data.records import BoardRow
+from ..layout import ROOT, TRAIN_DATA, VALIDATION_DATA
 from .env import ACTION_CHOICES, DEFAULT_MAX_STEPS, MODES, NO_ACTION, FairSokobanEnv, is_action
 from .episodes import EpisodeRecord, append_episodes
-from .generator import GeneratorConfig
-from .records import BoardRow
 from .sampler import TrainingSampler, validation_chunks
-from .tasks import EVALUATION_FILE, TRAIN_FILE, load_tasks
+from .tasks import load_tasks
 
-REPO = Path(__file__).resolve().parent.parent
 HUB_REPO_ID = "org/sokoban-fairness"
 DEFAULT_RESOURCES = MappingProxyType({"num_cpus": 0.1})
 FAIRNESS = GeneratorConfig()  # the generator settings the stored boards were made with
@@ -165,7 +164,7 @@ def load_boards(name: str, dataset_dir: Path | str | None = None, hub_revision: 
 
         path = hf_hub_download(hub_repo_id, name, repo_type="dataset", revision=hub_revision)
     else:
-        path = Path(REPO if dataset_dir is None else dataset_dir) / name
+        path = Path(ROOT if dataset_dir is None else dataset_dir) / name
     return load_tasks(path, name), PUBLISHED_FILES[name]["sha256"]
 
 
@@ -448,7 +447,7 @@ def build_sokoban_envs(
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
     max_steps = check_env_kwargs(env_kwargs)
-    name = TRAIN_FILE if is_train else EVALUATION_FILE
+    name = TRAIN_DATA if is_train else VALIDATION_DATA
     rows, sha256 = load_boards(name, dataset_dir, hub_revision)
     return FairSokobanEnvs(
         rows, sha256, seed=seed, env_num=env_num, group_n=group_n, mode=mode, is_train=bool(is_train),

@@ -18,7 +18,7 @@ Training (:class:`TrainingSampler`)
     resumption: a resumed run starts its draws again from the seed.
 
 Validation (:func:`validation_chunks`)
-    Every evaluation board once, in stored order, cut into chunks of the worker
+    Every validation board once, in stored order, cut into chunks of the worker
     count: with 256 boards and 128 workers, two chunks of 128. Validation uses
     no randomness and shares nothing with the training sampler, so validating
     never advances (or otherwise changes) the training draws.
@@ -199,7 +199,7 @@ class ValidationChunk:
 def validation_chunks(task_ids: Sequence[str], workers: int) -> list[ValidationChunk]:
     """All validation tasks once each, in stored order, in chunks of ``workers``.
 
-    With 256 evaluation boards and 128 workers this is two chunks of 128. When
+    With 256 validation boards and 128 workers this is two chunks of 128. When
     the worker count does not divide the pool, the last chunk is shorter and
     its spare workers idle. Deterministic; uses no RNG.
     """

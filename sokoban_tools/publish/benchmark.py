@@ -5,7 +5,7 @@
 
 Where gym-sokoban 0.0.6 (the test extra) is installed, the generator and the
 solver are also timed against the original verl-agent algorithm
-(:mod:`sokoban_tools.original`) in the same run, on the same seeds and boards,
+(:mod:`sokoban_tools.publish.original`) in the same run, on the same seeds and boards,
 interleaved, and the ratio is printed; the original's boards must be ours.
 Timings vary by machine and load; they live here, in a command, rather than in
 unit tests.
@@ -26,21 +26,27 @@ import numpy as np
 
 from sokoban_fairness import SokobanFairness, cache_hash, render_rgb
 
-from . import baselines, card, original, pools, runtime_benchmark, score
-from .artifacts import default_workers, sha256_file, write_atomic
-from .board import Board
-from .episodes import EpisodeRecord, append_episodes
-from .generator import Rejection, forget_rooms, generate
-from .records import read_rows
-from .solver import shortest_solution
+from . import card, original, runtime_benchmark
+from ..artifacts import default_workers, sha256_file, write_atomic
+from ..data import pools
+from ..data.generator import Rejection, forget_rooms, generate
+from ..data.records import read_rows
+from ..evaluation import baselines, score
+from ..layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
+from ..rules.board import Board
+from ..rules.solver import shortest_solution
+from ..runtime.episodes import EpisodeRecord, append_episodes
 
-REPO = pools.DATA_DIR.parent
 GENERATOR_SEEDS = range(3000)
 SOLVER_BOARD_STRIDE = 3  # every 3rd pool board, 2,000 boards: the original takes ~1.5 ms each
 REPEATS = 3
 # Goals from issue 11, shown beside the figures they bound.
 GOALS = {"generator": "≤ 0.14 ms, ≥ 20× faster", "pools": "≤ 5 s", "reproduce": "≤ 15 s"}
 SCORED_GROUPS = 100
+
+
+class BenchmarkError(RuntimeError):
+    """A measurement would compare nothing: the original disagrees, or a command fails."""
 
 
 def _cpu_seconds(function) -> float:
@@ -89,10 +95,10 @@ def _check_original_agrees(seeds, boards: list[Board]) -> None:
     for seed in seeds:
         made, ours = original.generate(seed), generate(seed)
         if (made is None) != isinstance(ours, Rejection) or (made and Board.from_rooms(*made) != ours):
-            raise SystemExit(f"benchmark: the original generator disagrees with ours on seed {seed}")
+            raise BenchmarkError(f"the original generator disagrees with ours on seed {seed}")
     for board in boards:
         if original.shortest_solution(*original.rooms_of(board)) != shortest_solution(board):
-            raise SystemExit(f"benchmark: the original solver disagrees with ours on\n{board.xsb()}")
+            raise BenchmarkError(f"the original solver disagrees with ours on\n{board.xsb()}")
 
 
 def _children_cpu_seconds() -> float:
@@ -105,17 +111,17 @@ def _command_time(*args: str) -> str:
     pass, and the CPU time of all its processes: on an idle machine the wall
     time nears the CPU time divided among the cores the command uses."""
     cpu, started = _children_cpu_seconds(), time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", *args, "--check"], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", *args, "--check"], cwd=ROOT, capture_output=True, text=True)
     elapsed, cpu = time.perf_counter() - started, _children_cpu_seconds() - cpu
     if done.returncode:
-        raise SystemExit(f"benchmark: `python -m {' '.join(args)} --check` failed:\n{done.stdout}{done.stderr}")
+        raise BenchmarkError(f"`python -m {' '.join(args)} --check` failed:\n{done.stdout}{done.stderr}")
     return f"{elapsed:.1f} s ({cpu:.1f} s CPU)"
 
 
 def _load_seconds(with_images: bool, cache_dir: str) -> float:
     """Wall time of building (or reusing) the ``fairness`` config through the builder class."""
     builder = SokobanFairness(
-        config_name="fairness", base_path=str(REPO), cache_dir=cache_dir, with_images=with_images,
+        config_name="fairness", base_path=str(ROOT), cache_dir=cache_dir, with_images=with_images,
         hash=cache_hash(),
     )
     started = time.perf_counter()
@@ -126,7 +132,7 @@ def _load_seconds(with_images: bool, cache_dir: str) -> float:
 
 def measure() -> list[tuple[str, str, str, str]]:
     """(what, this code, original in the same run, goal) rows, in table order."""
-    boards = [row.board for spec in pools.POOLS for row in read_rows(pools.DATA_DIR / spec.file)]
+    boards = [row.board for spec in pools.POOLS for row in read_rows(DATA_DIR / spec.file)]
     solver_boards = boards[::SOLVER_BOARD_STRIDE]
     compare = _original_available()
     if compare:
@@ -168,9 +174,9 @@ def measure() -> list[tuple[str, str, str, str]]:
 
 def scoring_figures() -> list[tuple[str, str, str, str]]:
     """Time scoring a log of 100 complete validation passes, and the exact baselines (CPU time)."""
-    evaluation = REPO / "fairness/evaluation.jsonl"
-    task_ids = [row.task_id for row in read_rows(evaluation)]
-    digest = sha256_file(evaluation)
+    validation = ROOT / VALIDATION_DATA
+    task_ids = [row.task_id for row in read_rows(validation)]
+    digest = sha256_file(validation)
     rng = np.random.Generator(np.random.PCG64(0))
     with tempfile.TemporaryDirectory() as folder:
         log = os.path.join(folder, "episodes.jsonl")
@@ -199,12 +205,12 @@ def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str
     ``load`` is the machine's 1-minute load average before and after measuring:
     other work on the machine slows the wall times most."""
     lines = [
-        "# Benchmarks",
+        card.BENCHMARKS_TITLE,
         "",
         f"Measured with `python -m sokoban_tools benchmark --write` on {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, load average {load[0]} before and {load[1]} after. "
         "The original is verl-agent's generator and solver "
-        "(gym-sokoban's room functions driven as verl-agent drives them, `sokoban_tools/original.py`), "
+        "(gym-sokoban's room functions driven as verl-agent drives them, `sokoban_tools/publish/original.py`), "
         "checked to make the same boards and solutions.",
         "",
         "| What | This code | Original, same run | Goal |",
@@ -220,10 +226,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the figures to BENCHMARKS.md and rewrite the card, which quotes them")
     args = parser.parse_args(argv)
     before = _load_average()
-    table = measure()
+    try:
+        table = measure()
+    except BenchmarkError as err:
+        print(f"benchmark: {err}", file=sys.stderr)
+        return 1
     text = report(table, (before, _load_average()))
     print(text)
     if not args.write:
         return 0
-    write_atomic(REPO / card.BENCHMARKS, text.encode("utf-8"))
+    write_atomic(ROOT / BENCHMARKS, text.encode("utf-8"))
     return card.main([])

@@ -26,7 +26,7 @@ CHANGELOG_HEADING = "## Changelog"
 ENTRY = re.compile(r"^- \*\*(\d+\.\d+\.\d+)\*\* \S", re.M)
 
 
-class ReleaseError(Exception):
+class ReleaseError(ValueError):
     """Published data changed without a release, or a release lacks its changelog entry."""
 
 

@@ -17,18 +17,17 @@ import subprocess
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-from .board import ACTIONS, Board
-from .env import DEFAULT_MAX_STEPS, FairSokobanEnv
+from ..layout import ROOT, TRAIN_DATA
+from ..rules.board import ACTIONS, Board
+from ..runtime.env import DEFAULT_MAX_STEPS, FairSokobanEnv
 
-REPO = Path(__file__).resolve().parent.parent
 ACTORS = 8
 EPISODES = 12
 IMPORT_RUNS = 5
-WORKER_MODULE = "sokoban_tools.env"
+WORKER_MODULE = "sokoban_tools.runtime.env"
 GYM_WORKER_MODULE = "gym_sokoban.envs.sokoban_env"
 
 
@@ -109,10 +108,10 @@ def _drop_in_figures(episodes: int) -> tuple[float, float, float, list[list[Boar
     """(actor start-up incl. first reset, median reset latency, steps/s) of the drop-in with
     ``ACTORS`` training workers driven as the trainer drives them, and the boards and actions
     it played, so that gym-sokoban can play the same."""
-    from .tasks import load_training
-    from .verl_agent import build_sokoban_envs
+    from ..runtime.tasks import load_training
+    from ..runtime.verl_agent import build_sokoban_envs
 
-    by_id = {row.task_id: row.board for row in load_training(REPO / "fairness/train.jsonl")}
+    by_id = {row.task_id: row.board for row in load_training(ROOT / TRAIN_DATA)}
     rng = random.Random(0)
     plan = [[[rng.choice(ACTIONS) for _ in range(ACTORS)] for _ in range(DEFAULT_MAX_STEPS)]
             for _ in range(episodes)]

@@ -13,9 +13,9 @@ import math
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from .board import ACTION_NAMES, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
-from .images import contact_sheet, png_bytes, render_board, replay_frames
-from .records import BoardRow
+from ..data.records import BoardRow
+from ..rules.board import ACTION_NAMES, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
+from ..rules.images import contact_sheet, png_bytes, render_board, replay_frames
 from sokoban_fairness import render_rgb
 
 SERIES_COLOURS = ((66, 120, 190), (230, 140, 40), (120, 120, 120))

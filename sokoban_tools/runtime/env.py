@@ -1,7 +1,7 @@
 """The runtime environment: one stored board played exactly as verl-agent's ``SokobanEnv`` plays it.
 
 :class:`FairSokobanEnv` is the environment every worker of the drop-in runtime
-(:mod:`sokoban_tools.verl_agent`) runs, one instance per Ray actor. It restores
+(:mod:`sokoban_tools.runtime.verl_agent`) runs, one instance per Ray actor. It restores
 the complete stored board on every reset (it never regenerates a room from a
 seed) and otherwise behaves step for step like verl-agent's Sokoban
 environment, as recorded in the runtime traces of the original code
@@ -42,8 +42,8 @@ import numpy as np
 
 from sokoban_render import render_rgb
 
-from .board import ACTIONS, ACTION_NAMES, PLAYER, TARGET, Board
-from .records import BoardRow
+from ..data.records import BoardRow
+from ..rules.board import ACTIONS, ACTION_NAMES, PLAYER, TARGET, Board
 
 STEP_PENALTY = -0.1
 BOX_ON_TARGET_REWARD = 1.0
@@ -135,7 +135,7 @@ class FairSokobanEnv:
     and returns ``(observation, {"won": False})``; ``step(action)`` takes 0-4 and
     returns ``(observation, reward, done, info)``; ``render(mode)`` draws the
     current position. The environment has no randomness of its own: which board
-    to play is the driver's choice (:mod:`sokoban_tools.sampler`).
+    to play is the driver's choice (:mod:`sokoban_tools.runtime.sampler`).
     """
 
     def __init__(self, mode: str = "rgb_array", max_steps: int = DEFAULT_MAX_STEPS):

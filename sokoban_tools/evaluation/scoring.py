@@ -2,7 +2,7 @@
 
 A score is only comparable with another if both come from complete passes
 over the same published boards. So the rows of the logs (the schema of
-:mod:`sokoban_tools.episodes`) are grouped by (method, run, update), and a log
+:mod:`sokoban_tools.runtime.episodes`) are grouped by (method, run, update), and a log
 is refused, naming its file and line, when a validation row played another
 evaluation file than the published one, when logs played different board
 sets, or when a group repeats a board, names an unknown one or misses one.
@@ -18,14 +18,15 @@ import numpy as np
 
 from sokoban_fairness import PUBLISHED_FILES
 
-from .episodes import EpisodeRecord, read_episodes
-from .protocol import STRATA, stratum_of
-from .records import DataError
+from ..data.records import DataError
+from ..layout import ROOT, VALIDATION_DATA
+from ..protocol import STRATA, stratum_of
+from ..runtime.episodes import EpisodeRecord, read_episodes
+from ..runtime.tasks import load_validation
 from .stats import wilson_interval
-from .tasks import EVALUATION_FILE, load_evaluation
 
-DEFAULT_EVALUATION = Path(__file__).resolve().parent.parent / EVALUATION_FILE
-REPLAY_HINT = "play the current fairness/evaluation.jsonl again and log every board of each pass"
+DEFAULT_VALIDATION = ROOT / VALIDATION_DATA
+REPLAY_HINT = f"play the current {VALIDATION_DATA} again and log every board of each pass"
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,11 @@ class BoardSet:
     strata: np.ndarray
 
     @classmethod
-    def load(cls, path: Path | str = DEFAULT_EVALUATION) -> "BoardSet":
+    def load(cls, path: Path | str = DEFAULT_VALIDATION) -> "BoardSet":
         """Read ``path``, refusing it unless it is the published evaluation file."""
-        rows = load_evaluation(path)
+        rows = load_validation(path)
         lengths = np.array([row.shortest_solution_length for row in rows])
-        return cls(PUBLISHED_FILES[EVALUATION_FILE]["sha256"], tuple(row.task_id for row in rows),
+        return cls(PUBLISHED_FILES[VALIDATION_DATA]["sha256"], tuple(row.task_id for row in rows),
                    lengths, np.array([stratum_of(int(n)) for n in lengths]))
 
 
@@ -100,7 +101,7 @@ def check_board_set(rows: list[LoggedRow], boards: BoardSet) -> None:
     if first.record.evaluation_sha256 != boards.sha256:
         raise DataError(
             f"{first.location}: evaluation_sha256 {first.record.evaluation_sha256} is not that of the "
-            f"published {EVALUATION_FILE} ({boards.sha256}): the log played another board set, such as "
+            f"published {VALIDATION_DATA} ({boards.sha256}): the log played another board set, such as "
             f"an old 1,000-row file or a stale copy; {REPLAY_HINT}")
 
 

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .board import FLOOR, TARGET, WALL, Board, Grid, Layout, forget_layouts, layout
+from ..rules.board import FLOOR, TARGET, WALL, Board, Grid, Layout, forget_layouts, layout
 
 # Walk directions of the topology generator, in the original's order.
 TOPOLOGY_DIRECTIONS = ((1, 0), (0, 1), (-1, 0), (0, -1))

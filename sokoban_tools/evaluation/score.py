@@ -1,0 +1,98 @@
+"""Score validation episode logs: success with 95% intervals per pass, stratum and length.
+
+    python -m sokoban_tools.score LOG [LOG ...]          # a table per (method, run, update)
+    python -m sokoban_tools.score LOG [LOG ...] --json   # the same as JSON
+
+Each (method, run, update) group must be one complete pass over the published
+256 validation boards (see :mod:`sokoban_tools.evaluation.scoring` for what is refused).
+Intervals are Wilson score intervals; training rows are counted and ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from sokoban_fairness import ChecksumError
+
+from ..data.records import DataError
+from ..protocol import STRATA
+from .scoring import DEFAULT_VALIDATION, BoardSet, check_board_set, group_rows, read_logs, score_group
+
+INTERVAL = "Wilson score 95% interval"
+
+
+def score(paths: list[Path], validation: Path = DEFAULT_VALIDATION) -> dict:
+    """Every pass in the logs at ``paths``, scored against ``evaluation``."""
+    boards = BoardSet.load(validation)
+    logs = read_logs(paths)
+    check_board_set(logs.rows, boards)
+    return {
+        "logs": [str(path) for path in paths],
+        "evaluation_sha256": boards.sha256,
+        "interval": INTERVAL,
+        "validation_rows": len(logs.rows),
+        "training_rows_ignored": logs.training_rows,
+        "groups": [score_group(group, boards) for group in group_rows(logs.rows, boards)],
+    }
+
+
+def rate(entry: dict) -> str:
+    """``wins/boards  rate% [low–high]``."""
+    low, high = entry["ci95"]
+    return f"{entry['wins']}/{entry['boards']} {entry['success']:.1%} [{low:.1%}–{high:.1%}]"
+
+
+def table(rows: list[list[str]]) -> str:
+    """Left-aligned columns, two spaces apart."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def render(report: dict) -> str:
+    """The readable form of a :func:`score` report."""
+    groups = report["groups"]
+    lines = [
+        f"{len(groups)} validation passes ({report['validation_rows']:,} rows) of "
+        f"evaluation.jsonl {report['evaluation_sha256'][:12]}…; "
+        f"{report['training_rows_ignored']:,} training rows ignored. Success: wins/boards, "
+        f"rate and {INTERVAL}.",
+        "",
+    ]
+    strata = [label for label, _, _ in STRATA if label in groups[0]["by_stratum"]]
+    header = ["method", "run", "update", "success", *[f"{label} actions" for label in strata], "mean return"]
+    lines.append(table([header] + [
+        [g["method"], g["run"], str(g["update"]), rate(g), *[rate(g["by_stratum"][s]) for s in strata],
+         f"{g['mean_return']:.2f}"]
+        for g in groups
+    ]))
+    lengths = list(groups[0]["by_length"])
+    lines += ["", "Wins/boards per shortest solution length:", ""]
+    lines.append(table([["method", "run", "update", *lengths]] + [
+        [g["method"], g["run"], str(g["update"]),
+         *[f"{g['by_length'][n]['wins']}/{g['by_length'][n]['boards']}" for n in lengths]]
+        for g in groups
+    ]))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sokoban_tools.score", description=__doc__.split("\n\n")[0])
+    parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="episode logs (JSONL)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--evaluation", type=Path, default=DEFAULT_VALIDATION,
+                        help="a local copy of fairness/evaluation.jsonl (default: the repository's)")
+    args = parser.parse_args(argv)
+    try:
+        report = score(args.logs, args.evaluation)
+    except (DataError, ChecksumError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Where everything lives: the clone, the published files and their names, spelled once.
+
+Every module that reads or writes a file of the repository takes its name from
+here. The loading script ``sokoban_fairness.py`` stays standalone and keeps
+its own spelling of the data files; a test checks that the two agree.
+
+The commands that write the published files (``reproduce``, ``pools``, the
+selector, ``summary``, ``verify``, ``card``) work on the files beside the
+package: they run from a clone, installed with ``pip install -e .``. A trainer
+who installs the wheel gets the runtime only, and the package then sits in
+site-packages, where those files do not exist; :func:`outside_clone` turns
+that into one line saying so, instead of a missing-file traceback.
+Standard library only, since the selector imports it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the clone, when the package runs from one
+PROJECT_MARKER = 'name = "sokoban-fairness"'  # in the clone's pyproject.toml, never in site-packages
+HOW_TO_CLONE = "clone the repository and run `pip install -e .` in it"
+
+# The published data: folder, board files (glossary: training pool, source pool,
+# validation set) and the reports written beside them.
+DATA_FOLDER = "fairness"
+DATA_DIR = ROOT / DATA_FOLDER
+TRAIN_FILE = "train.jsonl"
+SOURCE_POOL_FILE = "evaluation-pool-1000.jsonl"
+VALIDATION_FILE = "evaluation.jsonl"  # the validation set, selected from the source pool
+GENERATION_AUDIT_FILE = "source-pool-summary.json"  # seeds, rejections, SHA-256 of both pools
+SELECTION_FILE = "evaluation-256.selection.json"
+SUMMARY_FILE = "summary.json"
+VERIFICATION_FILE = "verification.json"  # of the validation set
+SOURCE_POOL_VERIFICATION_FILE = "source-pool-verification.json"  # of training and source pool
+BASELINES_FILE = "baselines.json"
+# The pools' keys inside the generation audit.
+TRAINING_POOL_NAME = "train"
+SOURCE_POOL_NAME = "source_pool"
+
+
+def published(file: str) -> str:
+    """A file of the data folder as the loading script names it, relative to the clone
+    (``"fairness/evaluation.jsonl"``)."""
+    return f"{DATA_FOLDER}/{file}"
+
+
+TRAIN_DATA = published(TRAIN_FILE)
+SOURCE_POOL_DATA = published(SOURCE_POOL_FILE)
+VALIDATION_DATA = published(VALIDATION_FILE)
+# Configuration -> split -> data file, as the loading script's SPLIT_FILES (a test keeps them equal).
+CONFIGURATIONS = {
+    "fairness": {"train": TRAIN_DATA, "validation": VALIDATION_DATA},
+    "source_pool_1000": {"train": TRAIN_DATA, "validation": SOURCE_POOL_DATA},
+}
+
+# The files at the top of the clone, and the card's pictures.
+LOADING_SCRIPT = "sokoban_fairness.py"
+CARD = "README.md"
+DATA_README = published("README.md")
+BENCHMARKS = "BENCHMARKS.md"
+SELECTOR = "select_evaluation_256.py"
+IMAGES_FOLDER = "images"
+BOARD_SHEET_IMAGE = f"{IMAGES_FOLDER}/validation-boards.png"
+REPLAY_IMAGE = f"{IMAGES_FOLDER}/replay.png"
+LENGTHS_IMAGE = f"{IMAGES_FOLDER}/solution-lengths.png"
+BASELINES_IMAGE = f"{IMAGES_FOLDER}/random-policy-success.png"
+LEARNING_CURVES_IMAGE = f"{IMAGES_FOLDER}/learning-curves.png"
+# The worked example: its scripts, quoted by the card, and the logs it scores.
+EXAMPLE = "examples/play_validation_board.py"
+RUNTIME_EXAMPLE = "examples/verl_agent_runtime.py"
+EXAMPLE_EPISODES = ROOT / "examples" / "episodes"
+
+
+def is_clone(root: Path) -> bool:
+    """Whether ``root`` is a clone of this repository (its pyproject.toml names the project)."""
+    try:
+        return PROJECT_MARKER in (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+def outside_clone(paths, root: Path = ROOT, command: str = "this command") -> str | None:
+    """Why ``command`` may not touch ``paths``: some lie under ``root`` (the default
+    locations, beside the package) but ``root`` is no clone; ``None`` otherwise.
+    Paths given explicitly elsewhere (``--data-dir``) are the user's own."""
+    if is_clone(root) or not any(Path(path).resolve().is_relative_to(root) for path in paths):
+        return None
+    return (f"{command} runs from a clone of sokoban-fairness, whose files it reads and rewrites, but "
+            f"sokoban_tools is installed in {root}, which has none (a wheel holds the runtime only); "
+            f"{HOW_TO_CLONE}")
