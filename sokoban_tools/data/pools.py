@@ -40,8 +40,7 @@ from .generator import GeneratorConfig, Rejection, generate
 from .records import encode_row
 
 COMMAND = "python -m sokoban_tools.pools"
-# As the committed generation audit records it; the module is sokoban_tools/data/generator.py now.
-GENERATOR_NAME = "verl-agent Sokoban generate_room, reimplemented seed for seed in sokoban_tools/generator.py"
+GENERATOR_NAME = "verl-agent Sokoban generate_room, reimplemented seed for seed in sokoban_tools/data/generator.py"
 
 
 @dataclass(frozen=True)
