@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..rules.board import Board, from_lurd, play, to_lurd
+from ..rules.board import Board, from_lurd, lurd_of, play, to_lurd
 
 ROW_KEYS = (
     "task_id",
@@ -56,14 +56,18 @@ class BoardRow:
 
 def encode_row(task_id: str, seed: int, board: Board, actions: list[int]) -> str:
     """The canonical JSON line (without newline) of a board and its solution."""
+    return _canonical_line(task_id, seed, board, to_lurd(board, actions))
+
+
+def _canonical_line(task_id: str, seed: int, board: Board, lurd: str) -> str:
     row = {
         "task_id": task_id,
         "seed": seed,
         "room_fixed": [list(r) for r in board.room_fixed],
         "room_state": [list(r) for r in board.room_state()],
         "xsb": board.xsb(),
-        "shortest_solution": to_lurd(board, actions),
-        "shortest_solution_length": len(actions),
+        "shortest_solution": lurd,
+        "shortest_solution_length": len(lurd),
     }
     return json.dumps(row, separators=(",", ":"), ensure_ascii=False)
 
@@ -135,16 +139,18 @@ def decode_row(line: str) -> BoardRow:
     solution = row["shortest_solution"]
     if not solution:
         raise ValueError("shortest_solution is empty, but the board is not solved")
-    if to_lurd(board, from_lurd(solution)) != solution:
+    actions = from_lurd(solution)
+    trace = play(board, actions)  # played once for both checks
+    if lurd_of(actions, trace) != solution:
         raise ValueError("shortest_solution does not replay: its pushes and walks disagree with the board")
-    if not play(board, from_lurd(solution))[-1][0].is_solved:
+    if not trace[-1][0].is_solved:
         raise ValueError("shortest_solution does not put the box on the target")
     if row["shortest_solution_length"] != len(solution):
         raise ValueError(
             f"shortest_solution_length is {row['shortest_solution_length']}, "
             f"the solution has {len(solution)} actions"
         )
-    canonical = encode_row(row["task_id"], row["seed"], board, from_lurd(solution))
+    canonical = _canonical_line(row["task_id"], row["seed"], board, solution)
     if line != canonical:
         column = next((i for i, (a, b) in enumerate(zip(line, canonical), start=1) if a != b),
                       min(len(line), len(canonical)) + 1)

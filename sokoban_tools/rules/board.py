@@ -257,8 +257,13 @@ def play(board: Board, actions: Sequence[int]) -> list[tuple[Board, str]]:
 
 def to_lurd(board: Board, actions: Sequence[int]) -> str:
     """LURD notation of a move sequence: lower case walks, upper case pushes."""
+    return lurd_of(actions, play(board, actions))
+
+
+def lurd_of(actions: Sequence[int], trace: list[tuple[Board, str]]) -> str:
+    """:func:`to_lurd` of actions already played, ``trace`` being their :func:`play`."""
     letters = []
-    for action, (_, outcome) in zip(actions, play(board, actions)):
+    for action, (_, outcome) in zip(actions, trace):
         if outcome == "none":
             raise ValueError(f"action {ACTION_NAMES[action]} does nothing in this position")
         letter = LURD_WALK[action]
