@@ -71,6 +71,14 @@ def replay_strip(board: Board, actions: list[int]) -> bytes:
     return png_bytes(contact_sheet(frames, columns=len(frames)))
 
 
+def _series_legend(draw: ImageDraw.ImageDraw, x: float, labels: list[str]) -> None:
+    """A row of colour swatches and series labels along the top edge, from ``x``."""
+    for j, label in enumerate(labels):
+        draw.rectangle([x, 8, x + 12, 20], fill=SERIES_COLOURS[j % len(SERIES_COLOURS)])
+        draw.text((x + 18, 14), label, fill=(0, 0, 0), font=FONT, anchor="lm")
+        x += 28 + draw.textlength(label, font=FONT)
+
+
 def length_histogram(series: dict[str, dict[str, int]], width: int = 760, height: int = 300) -> bytes:
     """PNG bar chart of the share of boards per shortest-solution length.
 
@@ -104,11 +112,7 @@ def length_histogram(series: dict[str, dict[str, int]], width: int = 760, height
     draw.line([(left, bottom), (width - right, bottom)], fill=(0, 0, 0))
     draw.text((width / 2, height - 16), "shortest solution length (player actions)",
               fill=(0, 0, 0), font=FONT, anchor="mt")
-    x = left + 10
-    for j, label in enumerate(series):
-        draw.rectangle([x, 8, x + 12, 20], fill=SERIES_COLOURS[j % len(SERIES_COLOURS)])
-        draw.text((x + 18, 14), label, fill=(0, 0, 0), font=FONT, anchor="lm")
-        x += 28 + draw.textlength(label, font=FONT)
+    _series_legend(draw, left + 10, list(series))
     return png_bytes(image)
 
 
@@ -162,14 +166,11 @@ def line_chart(series: dict[str, list[tuple[float, float, float, float]]], x_lab
         ImageDraw.Draw(band).polygon(outline, fill=(*colour, 60))
         image = Image.alpha_composite(image, band)
     draw = ImageDraw.Draw(image)
-    x_legend = max(left + 220, 28 + draw.textlength(y_label, font=FONT))
-    for j, (label, values) in enumerate(series.items()):
+    for j, values in enumerate(series.values()):
         colour = (*SERIES_COLOURS[j % len(SERIES_COLOURS)], 255)
         line = [(to_x(x), to_y(y)) for x, y, _, _ in values]
         draw.line(line, fill=colour, width=2)
         for x, y in line:
             draw.ellipse([x - 3, y - 3, x + 3, y + 3], fill=colour)
-        draw.rectangle([x_legend, 8, x_legend + 12, 20], fill=colour)
-        draw.text((x_legend + 18, 14), label, fill=(0, 0, 0, 255), font=FONT, anchor="lm")
-        x_legend += 28 + draw.textlength(label, font=FONT)
+    _series_legend(draw, max(left + 220, 28 + draw.textlength(y_label, font=FONT)), list(series))
     return png_bytes(np.asarray(image.convert("RGB")))
