@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import subprocess
 import sys
 import time
@@ -21,18 +22,33 @@ from .publish.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 
 REPO = ROOT
 GENERATED_DIRECTORIES = (DATA_FOLDER, IMAGES_FOLDER)  # besides the repository root
-# Each step is its own command, run in a fresh process in dependency order; the
-# selector is a top-level script, which the package never imports.
+# The steps in dependency order: each is a command of its own (the name the card
+# and the reports record). The package's commands run in this process, so the
+# three board files are read and checked once (records remembers checked bytes)
+# and the libraries load once; the selector is a top-level script the package
+# never imports, so it runs as its own process, as a user runs it.
 STEPS = (
-    ("pools", ["-m", "sokoban_tools.pools"]),
-    ("selection", [str(REPO / SELECTOR)]),
-    ("summary", ["-m", "sokoban_tools.summary"]),
-    ("verification", ["-m", "sokoban_tools.verify"]),
-    ("baselines", ["-m", "sokoban_tools.baselines"]),
-    ("example", ["-m", "sokoban_tools.example_policies"]),
-    ("card", ["-m", "sokoban_tools.card"]),
+    ("pools", "sokoban_tools.pools"),
+    ("selection", SELECTOR),
+    ("summary", "sokoban_tools.summary"),
+    ("verification", "sokoban_tools.verify"),
+    ("baselines", "sokoban_tools.baselines"),
+    ("example", "sokoban_tools.example_policies"),
+    ("card", "sokoban_tools.card"),
 )
 PINNING_STEP = "card"  # pins the data files' digests, so it alone may take a new release
+
+
+def run_step(command: str, options: list[str]) -> int:
+    """Run one step's command with ``options``; its exit code."""
+    if command == SELECTOR:
+        return subprocess.run([sys.executable, str(REPO / SELECTOR), *options], cwd=REPO).returncode
+    try:
+        return importlib.import_module(command).main(options)
+    except SystemExit as stop:  # an option error, as the command line would report it
+        return stop.code if isinstance(stop.code, int) else 1
+    finally:
+        sys.stdout.flush()
 
 
 def reproduce(check: bool, new_release: bool = False) -> int:
@@ -48,7 +64,7 @@ def reproduce(check: bool, new_release: bool = False) -> int:
     for name, command in STEPS:
         print(f"== {name}", flush=True)
         options = ["--check"] if check else [NEW_RELEASE] if new_release and name == PINNING_STEP else []
-        if subprocess.run([sys.executable, *command, *options], cwd=REPO).returncode:
+        if run_step(command, options):
             print(f"reproduce: the {name} step failed; see the message above", file=sys.stderr)
             return 1
     verb = "all files are byte-identical" if check else "all files written"

@@ -98,16 +98,15 @@ def test_reproduce__refuses_new_release_with_check(capsys):
 def test_reproduce__passes_new_release_to_the_pinning_step_only(monkeypatch):
     calls = []
 
-    def run(command, cwd):
-        calls.append(command)
-        return SimpleNamespace(returncode=0)
+    def run_step(command, options):
+        calls.append([command, *options])
+        return 0
 
-    monkeypatch.setattr(reproduce_command, "subprocess", SimpleNamespace(run=run))
+    monkeypatch.setattr(reproduce_command, "run_step", run_step)
     monkeypatch.setattr(reproduce_command, "clear_interrupted_writes", lambda directories: [])
     assert reproduce_command.main(["reproduce", "--new-release"]) == 0
     flagged = [command for command in calls if "--new-release" in command]
-    assert len(calls) == len(reproduce_command.STEPS) and flagged == [[sys.executable, "-m", "sokoban_tools.card",
-                                                                      "--new-release"]]
+    assert len(calls) == len(reproduce_command.STEPS) and flagged == [["sokoban_tools.card", "--new-release"]]
 
 
 def test_the_published_release_is_the_changelogs_newest_entry_and_the_builders_version():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from ..rules.board import Board, from_lurd, lurd_of, play, to_lurd
@@ -181,19 +182,32 @@ def parse_rows(data: bytes, path: Path | str) -> list[BoardRow]:
     """The rows of ``data``, the contents of the board file ``path`` (named in errors),
     each checked as by :func:`read_rows`."""
     try:
+        return list(_checked_rows(data))
+    except _LineError as err:
+        raise DataError(f"{path}:{err.line_no}: {err.reason}; {REGENERATE_HINT}") from None
+
+
+class _LineError(Exception):
+    def __init__(self, line_no: int, reason: str):
+        super().__init__(line_no, reason)
+        self.line_no, self.reason = line_no, reason
+
+
+@lru_cache(maxsize=8)
+def _checked_rows(data: bytes) -> tuple[BoardRow, ...]:
+    """The checked rows of a board file's bytes. Remembered by content, because a
+    process that reproduces or serves the data reads the same three files in every
+    step, and the same bytes always give the same rows; a refusal is never remembered."""
+    try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        line_no = data[: err.start].count(b"\n") + 1
-        raise DataError(f"{path}:{line_no}: not UTF-8 text; {REGENERATE_HINT}") from None
+        raise _LineError(data[: err.start].count(b"\n") + 1, "not UTF-8 text") from None
     if text and not text.endswith("\n"):
-        raise DataError(
-            f"{path}:{text.count(chr(10)) + 1}: the last line has no newline, so the file "
-            f"is truncated; {REGENERATE_HINT}"
-        )
+        raise _LineError(text.count("\n") + 1, "the last line has no newline, so the file is truncated")
     rows = []
     for line_no, line in enumerate(text.split("\n")[:-1], start=1):
         try:
             rows.append(decode_row(line))
         except ValueError as err:
-            raise DataError(f"{path}:{line_no}: {err}; {REGENERATE_HINT}") from None
-    return rows
+            raise _LineError(line_no, str(err)) from None
+    return tuple(rows)

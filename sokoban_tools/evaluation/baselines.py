@@ -30,8 +30,10 @@ import json
 import math
 import re
 import sys
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +59,8 @@ class RandomPolicyOutcome:
     expected_return: Fraction
 
 
-def _exact(value: float) -> Fraction:
+@lru_cache(maxsize=None)
+def _exact(value: float) -> Fraction:  # a handful of distinct rewards, met thousands of times
     return Fraction(repr(value))
 
 
@@ -191,12 +194,17 @@ def board_baselines(rows: list[BoardRow]) -> list[dict]:
 
 
 def _mean(entries: list[dict], *keys: str) -> dict:
-    total = Fraction(0)
+    """The exact mean of one value of every entry. The stored fractions have few
+    distinct denominators (divisors of the sequence counts), so numerators are summed
+    per denominator in integers and only those few sums become fractions."""
+    numerators: dict[int, int] = defaultdict(int)
     for entry in entries:
         value = entry
         for key in keys:
             value = value[key]
-        total += Fraction(value["exact"])
+        numerator, denominator = value["exact"].split("/")
+        numerators[int(denominator)] += int(numerator)
+    total = sum((Fraction(n, d) for d, n in numerators.items()), Fraction(0))
     return _number(total / len(entries))
 
 

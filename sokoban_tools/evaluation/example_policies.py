@@ -22,6 +22,8 @@ are the same in every process.
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -88,21 +90,26 @@ def log_path(out_dir: Path, method: str) -> Path:
 
 
 def build(out_dir: Path = OUT_DIR, runs: int = RUNS, updates: tuple[int, ...] = UPDATES,
-          validation: Path = DEFAULT_VALIDATION) -> dict[Path, bytes]:
-    """One log per method holding all its runs and updates."""
+          validation: Path = DEFAULT_VALIDATION, workers: int = 1) -> dict[Path, bytes]:
+    """One log per method holding all its runs and updates. The passes are
+    independent (each seeds its own generator), so ``workers`` processes share them
+    and the logs do not depend on how many there are."""
     boards = load_validation(validation)
     digest = sha256_file(validation)
-    files = {}
-    for method in METHODS:
-        lines = [record.to_line() + "\n"
-                 for update in updates for run in range(runs)
-                 for record in play_pass(method, run, update, boards, digest)]
-        files[log_path(out_dir, method)] = "".join(lines).encode("utf-8")
-    return files
+    passes = [(method, run, update) for method in METHODS for update in updates for run in range(runs)]
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as executor:
+            played = list(executor.map(play_pass, *zip(*passes), repeat(boards), repeat(digest)))
+    else:
+        played = [play_pass(*one, boards, digest) for one in passes]
+    lines: dict[str, list[str]] = {method: [] for method in METHODS}
+    for (method, _, _), records in zip(passes, played):
+        lines[method].extend(record.to_line() + "\n" for record in records)
+    return {log_path(out_dir, method): "".join(lines[method]).encode("utf-8") for method in METHODS}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = command_line(COMMAND, description=__doc__.split("\n\n")[0])
+    parser = command_line(COMMAND, description=__doc__.split("\n\n")[0], workers=True)
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="folder of the logs (default: examples/episodes)")
     parser.add_argument("--runs", type=int, default=RUNS, help=f"runs per method (default {RUNS})")
     parser.add_argument("--updates", type=int, nargs="+", default=list(UPDATES),
@@ -111,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1 or any(u < 0 for u in args.updates):
         parser.error("--runs must be at least 1 and --updates non-negative")
     outputs = [log_path(args.out, method) for method in METHODS]
-    return run_command(COMMAND, args.check, outputs, lambda: build(args.out, args.runs, tuple(args.updates)))
+    return run_command(COMMAND, args.check, outputs, lambda: build(args.out, args.runs, tuple(args.updates),
+                                                                      workers=args.workers))
 
 
 if __name__ == "__main__":
