@@ -8,6 +8,7 @@ here the ``local`` backend lets the trainer's real sizes (128 x 8 training worke
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -87,7 +88,7 @@ def test_training__validation_in_between_changes_no_draw():
         assert interleaved.task_ids == plain.task_ids
 
 
-def test_training__closing_and_resetting_or_rebuilding_from_the_saved_state_continues_the_draws():
+def test_training__closing_and_resetting_or_rebuilding_from_the_saved_state_continues_the_draws(tmp_path):
     straight = local(seed=11, env_num=8, group_n=2)
     released = local(seed=11, env_num=8, group_n=2)
     expected = []
@@ -98,9 +99,10 @@ def test_training__closing_and_resetting_or_rebuilding_from_the_saved_state_cont
     released.close()
     released.reset()
     assert [released.task_ids] == expected[1:2]
-    state = released.sampler_state()
+    checkpoint = tmp_path / "sampler.json"  # saved beside a checkpoint as the card shows
+    checkpoint.write_text(json.dumps(released.sampler_state()))
     released.close()
-    rebuilt = local(seed=11, env_num=8, group_n=2, sampler_state=state)
+    rebuilt = local(seed=11, env_num=8, group_n=2, sampler_state=json.loads(checkpoint.read_text()))
     draws = []
     for _ in range(2):
         rebuilt.reset()

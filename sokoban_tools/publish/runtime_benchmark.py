@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from ..layout import ROOT, TRAIN_DATA
+from .original import gym_sokoban
 from ..rules.board import ACTIONS, Board
 from ..runtime.env import DEFAULT_MAX_STEPS, FairSokobanEnv
 
@@ -33,11 +34,10 @@ GYM_WORKER_MODULE = "gym_sokoban.envs.sokoban_env"
 
 def gym_sokoban_env(max_steps: int = DEFAULT_MAX_STEPS):
     """gym-sokoban 0.0.6's ``SokobanEnv`` configured as verl-agent configures it, without a generated room."""
+    sokoban_env = gym_sokoban("envs.sokoban_env")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from gym_sokoban.envs.sokoban_env import SokobanEnv
-
-        return SokobanEnv(dim_room=(6, 6), max_steps=max_steps, num_boxes=1, reset=False)
+        warnings.simplefilter("ignore")  # gym's warnings about env API changes, which verl-agent ignores too
+        return sokoban_env.SokobanEnv(dim_room=(6, 6), max_steps=max_steps, num_boxes=1, reset=False)
 
 
 def load_into_gym(gym_env, board: Board) -> None:
