@@ -11,6 +11,9 @@ REPO = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO / "fairness"
 TEST_DATA = Path(__file__).resolve().parent / "data"
 SHARED_VECTORS = REPO.parent / "shared" / "vectors"
+# pytest runs the suite in two processes (pyproject's addopts: -n 2 --dist loadgroup),
+# one per core; tests marked with this group run one after another in one of them.
+RAY_GROUP = "ray"
 
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))

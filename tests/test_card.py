@@ -118,6 +118,13 @@ def test_card__pictures_it_shows_exist(card_text):
     assert pictures and all((REPO / p).is_file() for p in pictures)
 
 
+def test_card__every_path_in_this_repository_that_it_names_exists(card_text):
+    """A reader follows these to the code; a module moved without its mention is a dead end."""
+    named = set(re.findall(r"`((?:sokoban_tools|fairness|examples|images|tests)/[\w./*-]+)`", card_text))
+    assert len(named) >= 10
+    assert sorted(path for path in named if not any(REPO.glob(path))) == []
+
+
 def test_card__a_template_typo_is_a_template_error_not_a_stale_report():
     with pytest.raises(card.CardError, match=r"README.md: template error: it names \{\{ missing \}\}, which no report"
                                              r" provides; fix the template") as refused:

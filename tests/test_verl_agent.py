@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import RAY_GROUP, REPO
 from sokoban_fairness import PUBLISHED_FILES
 from unavailable import unavailable
 from sokoban_tools.rules.board import from_lurd
@@ -251,6 +251,7 @@ def test_worker__importing_the_environment_loads_neither_datasets_nor_pyarrow_no
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.xdist_group(RAY_GROUP)
 def test_example__the_cards_runtime_example_runs_on_ray_and_logs_every_episode(tmp_path):
     if importlib.util.find_spec("ray") is None:
         unavailable("ray is not installed; pip install -e '.[test]'")

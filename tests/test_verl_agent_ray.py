@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import RAY_GROUP, REPO
 from unavailable import unavailable
 from sokoban_render import render_rgb
 from sokoban_tools.rules.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
@@ -24,6 +24,9 @@ from traces import boards_of, calls_of, load_traces, mismatches
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
 CPUS = 2
+# The Ray tests share one test process (see RAY_GROUP in conftest), so that two
+# local Ray instances never compete for the two cores.
+pytestmark = pytest.mark.xdist_group(RAY_GROUP)
 
 
 @pytest.fixture(scope="module")
