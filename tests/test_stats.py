@@ -1,10 +1,11 @@
 """Intervals and tests against published values and independent computations."""
 
 import itertools
-import math
 
 import numpy as np
 import pytest
+
+from unavailable import unavailable
 
 from sokoban_tools.evaluation.stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
                                  sign_test_p, wilson_interval)
@@ -32,16 +33,24 @@ def test_newcombe_paired_interval__matches_altman_et_al_table_6_2():
     assert (round(low, 3), round(high, 3)) == (0.011, 0.226)
 
 
-def exact_two_sided(a, b):
-    """The doubled smaller tail of Binomial(a + b, 1/2), capped at 1, by counting."""
-    n = a + b
-    tail = sum(math.comb(n, k) for k in range(min(a, b) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
+@pytest.mark.parametrize("a_only, b_only, expected", [
+    (5, 0, 0.0625),  # 2 / 2**5
+    (1, 0, 1.0),
+    (7, 7, 1.0),
+    (9, 3, 299 / 2048),  # 2 * (1 + 12 + 66 + 220) / 2**12
+])
+def test_mcnemar_p_value__is_the_exact_binomial_test_on_the_discordant_boards(a_only, b_only, expected):
+    assert sign_test_p(a_only, b_only) == expected
+    assert sign_test_p(b_only, a_only) == expected
 
 
-@pytest.mark.parametrize("a_only, b_only", [(5, 0), (9, 3), (3, 9), (20, 8), (7, 7), (1, 0), (40, 21)])
-def test_mcnemar_p_value__is_the_exact_binomial_test_on_the_discordant_boards(a_only, b_only):
-    assert sign_test_p(a_only, b_only) == pytest.approx(exact_two_sided(a_only, b_only), rel=1e-12)
+@pytest.mark.parametrize("a_only, b_only", [(20, 8), (40, 21), (3, 9), (131, 2), (120, 136)])
+def test_mcnemar_p_value__agrees_with_scipys_binomial_test(a_only, b_only):
+    try:
+        from scipy.stats import binomtest
+    except ImportError:
+        unavailable("scipy is the independent reference here; pip install -e '.[test]'")
+    assert sign_test_p(a_only, b_only) == pytest.approx(binomtest(a_only, a_only + b_only, 0.5).pvalue, rel=1e-12)
 
 
 def test_mcnemar_p_value__is_one_without_discordant_boards():

@@ -90,13 +90,14 @@ def _shape_problem(key: str, grid: list[list[int]]) -> str | None:
     return None
 
 
+BORDER = tuple((r, c) for r in range(ROOM_SHAPE[0]) for c in range(ROOM_SHAPE[1])
+               if r in (0, ROOM_SHAPE[0] - 1) or c in (0, ROOM_SHAPE[1] - 1))
+
+
 def _border_problem(grid: list[list[int]]) -> str | None:
     """Why the 6x6 ``room_fixed`` is not walled all round, or ``None`` (a piece on
     a border wall is refused by :meth:`Board.from_rooms`)."""
-    rows, columns = ROOM_SHAPE
-    border = [(r, c) for r in range(rows) for c in range(columns)
-              if r in (0, rows - 1) or c in (0, columns - 1)]
-    open_cells = [cell for cell in border if grid[cell[0]][cell[1]] != 0]
+    open_cells = [(r, c) for r, c in BORDER if grid[r][c] != 0]
     if open_cells:
         return f"room_fixed has non-wall border cells {open_cells[:4]}, every border cell must be 0 (wall)"
     return None
@@ -123,8 +124,9 @@ def decode_row(line: str) -> BoardRow:
         raise ValueError(f"seed {row['seed']} is outside int64 ({low}..{high})")
     for key in ("room_fixed", "room_state"):
         grid = row[key]
-        if not (isinstance(grid, list) and all(isinstance(r, list) for r in grid)
-                and all(isinstance(v, int) and not isinstance(v, bool) for r in grid for v in r)):
+        # type(v) is int: JSON gives int or bool (an int subclass), and a bool is refused
+        if not (isinstance(grid, list) and all(type(r) is list for r in grid)
+                and {type(v) for r in grid for v in r} <= {int}):
             raise ValueError(f"{key} is not a list of lists of integers")
         problem = _shape_problem(key, grid)
         if problem:

@@ -36,7 +36,7 @@ Cell = tuple[int, int]
 
 def as_grid(rows: Sequence[Sequence[int]]) -> Grid:
     """Any nested sequence of ints (lists, numpy rows) as an immutable grid."""
-    return tuple(tuple(int(v) for v in row) for row in rows)
+    return tuple(tuple(map(int, row)) for row in rows)
 
 
 @dataclass(frozen=True)
