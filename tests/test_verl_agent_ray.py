@@ -52,9 +52,10 @@ def training(ray):
     envs.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def validation(ray):
-    """Validation environments in text mode: 4 actors, so 64 chunks a pass."""
+    """Validation environments in text mode: 4 actors, so 64 chunks a pass; new for each
+    test, since a test may leave a pass unfinished."""
     envs = build(1005, 4, 1, mode="tiny_rgb_array", is_train=False)
     yield envs
     envs.close()
@@ -112,9 +113,10 @@ def test_ray__validation_covers_the_256_boards_once_in_stored_order_over_its_chu
 
 def test_ray__training_draws_are_the_samplers_grouped_and_untouched_by_validation(training, validation, rows):
     by_id, _ = rows
-    # The module's training envs were built with seed 5 and have drawn one update already.
+    # The module's training envs were built with seed 5; other tests may have drawn updates.
     reference = TrainingSampler(list(by_id), 2, 2, seed=5)
-    reference.next_batch()
+    for _ in range(training.sampler_state()["updates_drawn"]):
+        reference.next_batch()
     for _ in range(3):
         validation.reset()
         observations, _ = training.reset()
