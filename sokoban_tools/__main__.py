@@ -46,7 +46,7 @@ def run_step(command: str, options: list[str]) -> int:
     try:
         return importlib.import_module(command).main(options)
     except SystemExit as stop:  # an option error, as the command line would report it
-        return stop.code if isinstance(stop.code, int) else 1
+        return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
     finally:
         sys.stdout.flush()
 

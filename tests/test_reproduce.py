@@ -1,7 +1,7 @@
 """Every published file regenerates byte for byte from seeds: the data check CI relies on.
 
-It runs once, here, rather than once in CI and again in the tests: each
-command's own tests check its logic on small copies.
+The full check runs once, here, rather than once in CI and again in the tests:
+each command's own tests check its logic on small copies.
 """
 
 import os
@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from conftest import REPO
-from sokoban_tools.__main__ import STEPS
+import sokoban_tools.__main__ as reproduce_command
 
 
 def test_reproduce__check_regenerates_every_file_identically_in_a_fresh_process_with_another_hash_seed():
@@ -18,8 +18,27 @@ def test_reproduce__check_regenerates_every_file_identically_in_a_fresh_process_
         text=True, env={**os.environ, "PYTHONHASHSEED": "4242"}, timeout=900,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert [line for line in result.stdout.splitlines() if line.startswith("== ")] == [f"== {name}" for name, _ in STEPS]
+    steps = reproduce_command.STEPS
+    assert [line for line in result.stdout.splitlines() if line.startswith("== ")] == [f"== {name}" for name, _ in steps]
     assert sum(line.startswith("checked ") and line.endswith(": identical")
-               for line in result.stdout.splitlines()) == len(STEPS)
+               for line in result.stdout.splitlines()) == len(steps)
     assert "all boards passed" in result.stdout
     assert "reproduce: all files are byte-identical" in result.stdout
+
+
+def test_reproduce__stops_at_the_first_failing_step_and_names_it(monkeypatch, capsys):
+    ran = []
+
+    def run_step(command, options):
+        ran.append(command)
+        return 1 if command == "sokoban_tools.summary" else 0
+
+    monkeypatch.setattr(reproduce_command, "run_step", run_step)
+    assert reproduce_command.reproduce(check=True) == 1
+    assert ran == [command for _, command in reproduce_command.STEPS[:3]]
+    assert "reproduce: the summary step failed" in capsys.readouterr().err
+
+
+def test_reproduce__a_step_refusing_its_options_fails_as_its_command_line_would(capsys):
+    assert reproduce_command.run_step("sokoban_tools.summary", ["--no-such-option"]) == 2
+    assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
