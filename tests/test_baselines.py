@@ -137,6 +137,15 @@ def test_baselines__byte_identical_in_a_fresh_process_with_another_hash_seed(tmp
     assert json.loads(expected)["splits"]["train"]["overall"]["boards"] == 40
 
 
+def test_baselines__blocks_in_worker_processes_give_the_same_file(tmp_path, monkeypatch):
+    shutil.copyfile(DATA_DIR / "evaluation.jsonl", tmp_path / "evaluation.jsonl")
+    train = (DATA_DIR / "train.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "train.jsonl").write_text("".join(train[:90]), encoding="utf-8")
+    monkeypatch.setattr(baselines, "BLOCK_ROWS", 32)  # validation and training in several blocks each
+    alone = baselines.build(tmp_path, workers=1)
+    assert baselines.build(tmp_path, workers=2) == alone
+
+
 def test_baselines__a_damaged_board_file_is_refused_naming_file_and_line(tmp_path, capsys):
     lines = (DATA_DIR / "evaluation.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (tmp_path / "evaluation.jsonl").write_text("".join(lines[:2]) + "{}\n", encoding="utf-8")

@@ -31,6 +31,7 @@ import math
 import re
 import sys
 from collections import defaultdict
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
@@ -218,9 +219,16 @@ def aggregate(entries: list[dict]) -> dict:
     return summary
 
 
-def split_baselines(rows: list[BoardRow]) -> dict:
-    """Overall, per-stratum and per-length means of a split, and its boards."""
-    entries = board_baselines(rows)
+# Boards per unit of work a worker computes; each board's figures depend on it alone.
+BLOCK_ROWS = 1000
+
+
+def split_baselines(rows: list[BoardRow], executor: Executor | None = None) -> dict:
+    """Overall, per-stratum and per-length means of a split, and its boards (computed
+    in blocks by ``executor``'s workers if given)."""
+    blocks = [rows[start:start + BLOCK_ROWS] for start in range(0, len(rows), BLOCK_ROWS)]
+    computed = executor.map(board_baselines, blocks) if executor is not None else map(board_baselines, blocks)
+    entries = [entry for block in computed for entry in block]
     lengths = sorted({e["shortest_solution_length"] for e in entries})
     return {
         "overall": aggregate(entries),
@@ -243,8 +251,16 @@ def document_bytes(document: dict) -> bytes:
     return (text + "\n").encode("utf-8")
 
 
-def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
-    """The baselines of the validation and training boards in ``data_dir``."""
+def build(data_dir: Path = DATA_DIR, workers: int = 1) -> dict[Path, bytes]:
+    """The baselines of the validation and training boards in ``data_dir``, with
+    ``workers`` processes (1: this process alone; the file does not depend on it)."""
+    executor = ProcessPoolExecutor(workers) if workers > 1 else None
+    try:
+        splits = {"validation": split_baselines(read_rows(data_dir / VALIDATION_FILE), executor),
+                  "train": split_baselines(read_rows(data_dir / TRAIN_FILE), executor)}
+    finally:
+        if executor is not None:
+            executor.shutdown(cancel_futures=True)
     document = {
         "description": (
             "Exact baselines of every board. moves_1_4: a policy choosing uniformly among the moves "
@@ -263,18 +279,16 @@ def build(data_dir: Path = DATA_DIR) -> dict[Path, bytes]:
         "horizon_turns": HORIZON,
         "policies": {name: list(actions) for name, actions in POLICIES.items()},
         "strata": {label: [low, high] for label, low, high in STRATA},
-        "splits": {
-            "validation": split_baselines(read_rows(data_dir / VALIDATION_FILE)),
-            "train": split_baselines(read_rows(data_dir / TRAIN_FILE)),
-        },
+        "splits": splits,
     }
     return {data_dir / BASELINES_FILE: document_bytes(document)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = command_line(COMMAND, description=__doc__.split("\n\n")[0], data_dir=DATA_DIR)
+    parser = command_line(COMMAND, description=__doc__.split("\n\n")[0], data_dir=DATA_DIR, workers=True)
     args = parser.parse_args(argv)
-    return run_command(COMMAND, args.check, [args.data_dir / BASELINES_FILE], lambda: build(args.data_dir))
+    return run_command(COMMAND, args.check, [args.data_dir / BASELINES_FILE],
+                       lambda: build(args.data_dir, args.workers))
 
 
 if __name__ == "__main__":
