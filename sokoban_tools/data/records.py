@@ -190,6 +190,8 @@ def parse_rows(data: bytes, path: Path | str) -> list[BoardRow]:
 
 
 class _LineError(Exception):
+    """A refused line of bytes whose file :func:`parse_rows` names."""
+
     def __init__(self, line_no: int, reason: str):
         super().__init__(line_no, reason)
         self.line_no, self.reason = line_no, reason
