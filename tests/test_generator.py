@@ -1,7 +1,11 @@
 """Seed-for-seed conformance with verl-agent's room generator."""
 
+import glob
 import json
+import os
 import random
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -68,12 +72,35 @@ def test_generator__supports_only_one_box():
         generate(0, GeneratorConfig(num_boxes=2))
 
 
-def test_generator__choice_draws_what_the_originals_sample_draws():
-    # The original picks directions and masks with random.sample(x, 1)[0]; the
-    # generator calls rng.choice(x). Both must consume the same draws.
-    for seed in range(3000):
-        original, ours = random.Random(seed), random.Random(seed)
-        for size in (4, 5, 5, 4, 5, 3, 2):
-            population = tuple(range(size))
-            assert ours.choice(population) == original.sample(population, 1)[0]
-            assert ours.random() == original.random()
+# The original picks directions and masks with random.sample(x, 1)[0]; the
+# generator calls rng.choice(x). Both must take one _randbelow(len(x)) and leave
+# the same state, on every CPython the package supports: a program that needs no
+# packages, run by each. Sizes above 21 take sample's other branch.
+CHOICE_IS_SAMPLE = """
+import random, sys
+for seed in range(3000):
+    original, ours = random.Random(seed), random.Random(seed)
+    for size in (4, 5, 5, 4, 5, 3, 2, 1, 16, 22, 40):
+        population = tuple(range(size))
+        assert ours.choice(population) == original.sample(population, 1)[0], (seed, size)
+        assert ours.random() == original.random(), (seed, size)
+print("%d.%d identical" % sys.version_info[:2])
+"""
+SUPPORTED_PYTHONS = ("3.10", "3.11", "3.12", "3.13")  # requires-python >= 3.10, up to the newest here
+
+
+def cpython(version: str) -> str | None:
+    """An interpreter of ``version``: one pyenv installed (its PATH shims answer only
+    for the selected version), or one on the PATH."""
+    installed = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python")))
+    return installed[-1] if installed else shutil.which(f"python{version}")
+
+
+@pytest.mark.parametrize("version", SUPPORTED_PYTHONS)
+def test_generator__choice_draws_what_the_originals_sample_draws_on_every_supported_python(version):
+    python = cpython(version)
+    if python is None:
+        unavailable(f"CPython {version} is not installed (pyenv install {version})")
+    done = subprocess.run([python, "-I", "-c", CHOICE_IS_SAMPLE], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{version} identical"
