@@ -92,7 +92,8 @@ SUPPORTED_PYTHONS = ("3.10", "3.11", "3.12", "3.13")  # requires-python >= 3.10,
 def cpython(version: str) -> str | None:
     """An interpreter of ``version``: one pyenv installed (its PATH shims answer only
     for the selected version), or one on the PATH."""
-    installed = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python")))
+    pyenv = os.path.expanduser(os.environ.get("PYENV_ROOT", "~/.pyenv"))
+    installed = sorted(glob.glob(f"{pyenv}/versions/{version}.*/bin/python"))
     return installed[-1] if installed else shutil.which(f"python{version}")
 
 
