@@ -183,11 +183,12 @@ def _topology(rng: random.Random, config: GeneratorConfig) -> bytearray:
     row = rng.randint(1, height - 1)
     cell = row * (width + 1) + rng.randint(1, width - 1)
     level = bytearray([WALL]) * (height * (width + 1))
+    uniform, choice, p_change = rng.random, rng.choice, config.p_change_directions  # the hottest loop
     for _ in range(config.num_steps):
-        if rng.random() < config.p_change_directions:
-            direction = rng.choice(steps)
+        if uniform() < p_change:
+            direction = choice(steps)
         cell = direction[cell]
-        for stamped in rng.choice(stamps[cell]):
+        for stamped in choice(stamps[cell]):
             level[stamped] = FLOOR
     return level
 

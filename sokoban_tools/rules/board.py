@@ -100,7 +100,8 @@ class Board:
     def is_open(self, cell: Cell) -> bool:
         """Inside the room and not a wall."""
         r, c = cell
-        return 0 <= r < self.height and 0 <= c < self.width and self.room_fixed[r][c] != WALL
+        fixed = self.room_fixed
+        return 0 <= r < len(fixed) and 0 <= c < len(fixed[0]) and fixed[r][c] != WALL
 
     def move(self, action: int) -> tuple["Board", str]:
         """Apply one action; return the new board and ``"push"``, ``"walk"`` or ``"none"``.
