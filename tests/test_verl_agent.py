@@ -7,18 +7,15 @@ here the ``local`` backend lets the trainer's real sizes (128 x 8 training worke
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from conftest import RAY_GROUP, REPO
+from conftest import REPO
 from sokoban_fairness import PUBLISHED_FILES
-from unavailable import unavailable
 from sokoban_tools.rules.board import from_lurd
 from sokoban_tools.runtime.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler
@@ -249,24 +246,3 @@ def test_worker__importing_the_environment_loads_neither_datasets_nor_pyarrow_no
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
-
-
-@pytest.mark.xdist_group(RAY_GROUP)
-def test_example__the_cards_runtime_example_runs_on_ray_and_logs_every_episode(tmp_path):
-    if importlib.util.find_spec("ray") is None:
-        unavailable("ray is not installed; pip install -e '.[test]'")
-    done = subprocess.run(
-        [sys.executable, "-m", "examples.verl_agent_runtime"], cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.strip().splitlines()
-    assert lines[0].startswith("update 0: validation success 0.")
-    log = read_episodes(tmp_path / "episodes.jsonl")
-    validation = [r for r in log if r.phase == "validation"]
-    assert len(validation) == 2 * 256 and {r.update for r in validation} == {0, 2}
-    evaluation = [row.task_id for row in load_validation(REPO / "fairness/evaluation.jsonl")]
-    for update in (0, 2):
-        assert sorted(r.task_id for r in validation if r.update == update) == sorted(evaluation)
-    assert len(log) - len(validation) == 3 * 4  # three draws of 2 boards x 2 copies
-    assert lines[-1] == f"episodes.jsonl: {len(log)} episodes, 512 of them validation"

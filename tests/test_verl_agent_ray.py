@@ -6,17 +6,22 @@ skip, except under CI=true, where they fail.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import pickle
+import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
 
-from conftest import RAY_GROUP, REPO
+from conftest import REPO
 from unavailable import unavailable
 from sokoban_render import render_rgb
 from sokoban_tools.rules.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
 from sokoban_tools.runtime.env import FairSokobanEnv, render
+from sokoban_tools.runtime.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.runtime.tasks import load_validation, load_training
 from sokoban_tools.runtime.verl_agent import WorkerError, build_sokoban_envs
@@ -24,9 +29,6 @@ from traces import boards_of, calls_of, load_traces, mismatches
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
 CPUS = 2
-# The Ray tests share one test process (see RAY_GROUP in conftest), so that two
-# local Ray instances never compete for the two cores.
-pytestmark = pytest.mark.xdist_group(RAY_GROUP)
 
 
 @pytest.fixture(scope="module")
@@ -259,3 +261,23 @@ def test_ray__close_leaves_no_actor(ray, training, validation):
     while ray.available_resources().get("CPU", 0) < CPUS and time.monotonic() < deadline:
         time.sleep(0.2)
     assert ray.available_resources().get("CPU", 0) == CPUS  # every actor's CPU share returned
+
+
+def test_example__the_cards_runtime_example_runs_on_ray_and_logs_every_episode(tmp_path):
+    if importlib.util.find_spec("ray") is None:
+        unavailable("ray is not installed; pip install -e '.[test]'")
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.verl_agent_runtime"], cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("update 0: validation success 0.")
+    log = read_episodes(tmp_path / "episodes.jsonl")
+    validation = [r for r in log if r.phase == "validation"]
+    assert len(validation) == 2 * 256 and {r.update for r in validation} == {0, 2}
+    evaluation = [row.task_id for row in load_validation(REPO / "fairness/evaluation.jsonl")]
+    for update in (0, 2):
+        assert sorted(r.task_id for r in validation if r.update == update) == sorted(evaluation)
+    assert len(log) - len(validation) == 3 * 4  # three draws of 2 boards x 2 copies
+    assert lines[-1] == f"episodes.jsonl: {len(log)} episodes, 512 of them validation"
