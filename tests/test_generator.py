@@ -6,11 +6,12 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from conftest import SHARED_VECTORS, TEST_DATA
+from conftest import REPO, SHARED_VECTORS, TEST_DATA
 from unavailable import unavailable
 from sokoban_tools.rules.board import Board
 from sokoban_tools.data.generator import GeneratorConfig, Rejection, generate
@@ -72,20 +73,39 @@ def test_generator__supports_only_one_box():
         generate(0, GeneratorConfig(num_boxes=2))
 
 
-# The original picks directions and masks with random.sample(x, 1)[0]; the
-# generator calls rng.choice(x). Both must take one _randbelow(len(x)) and leave
-# the same state, on every CPython the package supports: a program that needs no
-# packages, run by each. Sizes above 21 take sample's other branch.
-CHOICE_IS_SAMPLE = """
-import random, sys
+# The original picks directions and masks with random.sample(x, 1)[0]. The
+# generator picks its first direction with rng.choice(x), and its topology walk
+# draws each index from getrandbits as CPython's _randbelow does. A program that
+# needs no packages checks that choice takes what sample takes (sizes above 21
+# take sample's other branch) and prints a digest of the walk's floors from
+# 3,000 seeds. Every supported CPython must print the digest of the interpreter
+# running the tests, whose rooms the conformance tests hold to the original's.
+STREAMS_PROGRAM = """
+import hashlib, random, sys
+sys.path.insert(0, sys.argv[1])
+from sokoban_tools.data.topology import random_floor
+digest = hashlib.sha256()
 for seed in range(3000):
     original, ours = random.Random(seed), random.Random(seed)
     for size in (4, 5, 5, 4, 5, 3, 2, 1, 16, 22, 40):
         population = tuple(range(size))
         assert ours.choice(population) == original.sample(population, 1)[0], (seed, size)
         assert ours.random() == original.random(), (seed, size)
-print("%d.%d identical" % sys.version_info[:2])
+    walk = random.Random(seed)
+    for _ in range(4):  # the generator's tries
+        digest.update(random_floor(walk, (6, 6), 20, 0.35).to_bytes(8, "little"))
+print("%d.%d" % sys.version_info[:2], digest.hexdigest())
 """
+
+
+def streams(python: str) -> list[str]:
+    """What :data:`STREAMS_PROGRAM` prints under ``python``: its version and the floors' digest."""
+    done = subprocess.run([python, "-I", "-c", STREAMS_PROGRAM, str(REPO)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 SUPPORTED_PYTHONS = ("3.10", "3.11", "3.12", "3.13")  # requires-python >= 3.10, up to the newest here
 
 
@@ -97,11 +117,15 @@ def cpython(version: str) -> str | None:
     return installed[-1] if installed else shutil.which(f"python{version}")
 
 
+@pytest.fixture(scope="module")
+def tested_interpreters_streams() -> list[str]:
+    return streams(sys.executable)
+
+
 @pytest.mark.parametrize("version", SUPPORTED_PYTHONS)
-def test_generator__choice_draws_what_the_originals_sample_draws_on_every_supported_python(version):
+def test_generator__draws_the_originals_stream_and_the_same_rooms_on_every_supported_python(
+        version, tested_interpreters_streams):
     python = cpython(version)
     if python is None:
         unavailable(f"CPython {version} is not installed (pyenv install {version})")
-    done = subprocess.run([python, "-I", "-c", CHOICE_IS_SAMPLE], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"{version} identical"
+    assert streams(python) == [version, tested_interpreters_streams[1]]

@@ -1,7 +1,7 @@
 """A seed-for-seed reimplementation of verl-agent's Sokoban room generator.
 
 verl-agent seeds Python's ``random`` and numpy's legacy global RNG, then calls
-``generate_room``: a random-walk room topology, a random player and box (the
+``generate_room``: a random-walk room topology (:mod:`.topology`), a random player and box (the
 box starts on what becomes its target), a depth-limited reverse-play search
 that pulls the box as far from its target as it can, and a short random walk
 of the player. This module follows the same algorithm and consumes the same
@@ -12,8 +12,8 @@ state.
 
 Only one box is supported: that is the configuration the dataset is built
 with, and it lets the search state be two cells instead of a whole grid. The
-searches move on the flat cell indices of :func:`board.layout`, the rules'
-one definition of a step.
+topology and the searches use the flat cell indices of :func:`board.layout`,
+the rules' one definition of a step.
 
 Where the original raises, :func:`generate` returns a :class:`Rejection`. The
 original environment then retries with ``abs(hash(str(seed))) % 2**32``, which
@@ -27,22 +27,13 @@ import random
 import threading
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
 from ..rules.board import FLOOR, TARGET, WALL, Board, Grid, Layout, forget_layouts, layout
+from .topology import random_floor
 
-# Walk directions of the topology generator, in the original's order.
-TOPOLOGY_DIRECTIONS = ((1, 0), (0, 1), (-1, 0), (0, -1))
-# Floor stamps of the topology generator: 3x3 masks, as (row, column) offsets of
-# their ones from the mask's top-left corner, in the original's order.
-TOPOLOGY_MASKS = (
-    ((1, 0), (1, 1), (1, 2)),
-    ((0, 1), (1, 1), (2, 1)),
-    ((1, 0), (1, 1), (2, 1)),
-    ((1, 0), (1, 1), (2, 0), (2, 1)),
-    ((1, 1), (1, 2), (2, 1)),
-)
 # The original stops its reverse search after this many explored states.
 MAX_EXPLORED_STATES = 300_000
 NO_SCORE_MESSAGE = "Generated Model with score == 0"
@@ -98,25 +89,27 @@ def generate(seed: int, config: GeneratorConfig = GeneratorConfig()) -> Board | 
     np_rng = _numpy_rng(seed)
     height, width = config.dim_room
     for _ in range(config.tries):
-        level = _topology(py_rng, config)
-        walls, room, floor = _shape(bytes(level), height, width)
-        floor = list(floor)
+        floor_cells = random_floor(py_rng, config.dim_room, config.num_steps, config.p_change_directions)
+        shape = _shape(floor_cells, height, width)
+        floor = list(shape.floor)
         if len(floor) <= 2:
             return Rejection(
                 seed, f"Not enough free spots (#{len(floor)}) to place 1 player and 1 boxes."
             )
         player = floor.pop(np_rng.randint(len(floor)))
         target = floor[np_rng.randint(len(floor))]
-        score, player, box = _reverse_play(walls, player, target, config.search_depth)
+        score, player, box = _reverse_play(floor_cells, height, width, player, target, config.search_depth)
         if score > 0:
             break
     else:
         return Rejection(seed, NO_SCORE_MESSAGE)
-    (box_row, box_col), (target_row, target_col) = room.coords[box], room.coords[target]
+    coords = shape.room.coords
+    (box_row, box_col), (target_row, target_col) = coords[box], coords[target]
     displacement = abs(box_row - target_row) + abs(box_col - target_col)
-    player = _random_walk(py_rng, room, player, box, config, one_cell=displacement == 1)
-    level[target] = TARGET
-    return Board(_grid(level, height, width), room.coords[player], room.coords[box])
+    player = _random_walk(py_rng, shape.room, player, box, config, one_cell=displacement == 1)
+    room_fixed = list(shape.walls)
+    room_fixed[target_row] = room_fixed[target_row][:target_col] + (TARGET,) + room_fixed[target_row][target_col + 1:]
+    return Board(tuple(room_fixed), coords[player], coords[box])
 
 
 def forget_rooms() -> None:
@@ -128,73 +121,45 @@ def forget_rooms() -> None:
     forget_layouts()
 
 
+class Shape(NamedTuple):
+    """What the generator needs of one topology: its rows of wall and floor
+    codes, its :class:`Layout`, its floor cells in row order (as the original's
+    ``np.where`` lists them), and for each cell the ``(ahead, behind)`` cells of
+    its exits in order, which are all the reverse search reads."""
+
+    walls: Grid
+    room: Layout
+    floor: tuple[int, ...]
+    pulls: tuple[tuple[tuple[int, int], ...], ...]
+
+
 @lru_cache(maxsize=1 << 14)
-def _shape(level: bytes, height: int, width: int) -> tuple[Grid, Layout, tuple[int, ...]]:
-    """A topology's rows, layout and floor cells in row order (the few thousand
-    shapes recur across seeds, so each is derived once)."""
-    walls = _grid(level, height, width)
+def _shape(floor_cells: int, height: int, width: int) -> Shape:
+    """The :class:`Shape` of a topology's floor bits (flat cells of :class:`Layout`),
+    derived once: the few thousand shapes recur across seeds."""
+    stride = width + 1
+    rows = [(floor_cells >> r * stride) & ((1 << width) - 1) for r in range(height)]
+    codes, columns = _row_tables(width)
+    walls = tuple(codes[row] for row in rows)
     room = layout(walls)
-    if room.stride != width + 1:
+    if room.stride != stride:
         raise AssertionError("the topology's flat cells must be the layout's")
-    return walls, room, tuple(cell for cell, code in enumerate(level) if code == FLOOR)
-
-
-def _grid(level: bytes | bytearray, height: int, width: int) -> Grid:
-    """The rows of a flat room whose rows are ``width + 1`` cells apart, as in :class:`Layout`."""
-    return tuple(tuple(level[r * (width + 1):r * (width + 1) + width]) for r in range(height))
+    floor = tuple(r * stride + c for r, row in enumerate(rows) for c in columns[row])
+    pulls = tuple(tuple([(ahead, behind) for _, ahead, _, behind in exits]) if exits else () for exits in room.exits)
+    return Shape(walls, room, floor, pulls)
 
 
 @lru_cache(maxsize=None)
-def _walk_tables(height: int, width: int) -> tuple[tuple, tuple]:
-    """The topology walk precomputed on flat cells (``Layout``'s numbering):
-    for each walk direction, every cell's next cell, kept off the border; for
-    every cell, the inner cells each floor mask centred there stamps (the
-    border ends up wall whatever is stamped on it)."""
-    stride = width + 1
-    cells = [divmod(cell, stride) for cell in range(height * stride)]
-
-    def inner(r: int, c: int) -> bool:
-        return 0 < r < height - 1 and 0 < c < width - 1
-
-    steps = tuple(
-        tuple(max(min(r + dr, height - 2), 1) * stride + max(min(c + dc, width - 2), 1) for r, c in cells)
-        for dr, dc in TOPOLOGY_DIRECTIONS
-    )
-    stamps = tuple(
-        tuple(tuple((r - 1 + dr) * stride + c - 1 + dc for dr, dc in mask if inner(r - 1 + dr, c - 1 + dc))
-              for mask in TOPOLOGY_MASKS)
-        for r, c in cells
-    )
-    return steps, stamps
-
-
-def _topology(rng: random.Random, config: GeneratorConfig) -> bytearray:
-    """Walls and floor, on flat cells, from a random walk that stamps floor masks.
-
-    Choosing among the direction tables or a cell's mask stamps draws what
-    choosing among the original's directions or masks draws: the same number
-    of options in the same order. ``rng.choice(x)`` draws exactly what the
-    original's ``random.sample(x, 1)[0]`` draws (one ``_randbelow(len(x))``);
-    a test holds the two streams equal on CPython 3.10 to 3.13.
-    """
-    height, width = config.dim_room
-    steps, stamps = _walk_tables(height, width)
-    direction = rng.choice(steps)
-    row = rng.randint(1, height - 1)
-    cell = row * (width + 1) + rng.randint(1, width - 1)
-    level = bytearray([WALL]) * (height * (width + 1))
-    uniform, choice, p_change = rng.random, rng.choice, config.p_change_directions  # the hottest loop
-    for _ in range(config.num_steps):
-        if uniform() < p_change:
-            direction = choice(steps)
-        cell = direction[cell]
-        for stamped in choice(stamps[cell]):
-            level[stamped] = FLOOR
-    return level
+def _row_tables(width: int) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
+    """For each row of floor bits, its codes and its floor columns."""
+    patterns = range(1 << width)
+    return (tuple(tuple(FLOOR if bits >> c & 1 else WALL for c in range(width)) for bits in patterns),
+            tuple(tuple(c for c in range(width) if bits >> c & 1) for bits in patterns))
 
 
 @lru_cache(maxsize=1 << 16)
-def _reverse_play(walls: Grid, player: int, target: int, search_depth: int) -> tuple[int, int, int]:
+def _reverse_play(floor_cells: int, height: int, width: int, player: int, target: int,
+                  search_depth: int) -> tuple[int, int, int]:
     """The original's depth-first reverse search, which walks the player and pulls
     the box; returns the highest score and the first (player, box) cells reaching it.
 
@@ -202,7 +167,8 @@ def _reverse_play(walls: Grid, player: int, target: int, search_depth: int) -> t
     (the original's grid marks a pulled box 3 and an unpulled one 4, so the two
     are different explored states). Its score is the box's Manhattan distance
     from the target once pulled, but 0 while the player stands on the target.
-    Cells are ``walls``' :class:`Layout` cells.
+    Until the first pull the box stands on the target, so :func:`wander` tracks
+    the player alone. Cells are :class:`Layout` cells.
     A state first met with little depth left is never expanded again, exactly
     as in the original. A step onto the box is the original's no-op move, which
     only revisits an explored state, so it is skipped. The original also stops
@@ -212,43 +178,58 @@ def _reverse_play(walls: Grid, player: int, target: int, search_depth: int) -> t
     Rooms repeat across seeds, so results are cached: a search is a pure
     function of its arguments.
     """
-    room = layout(walls)
-    exits, coords = room.exits, room.coords
-    cells = len(exits)
+    shape = _shape(floor_cells, height, width)
+    pulls = shape.pulls
+    cells = len(pulls)
     if 2 * cells * cells >= MAX_EXPLORED_STATES:
         raise ValueError(f"a {cells}-cell room could reach the original's state cap, which this search omits")
-    distance = _distances(coords, target)
-    explored: set[int] = set()
+    distance = _distances(height, width, target)
+    wandered = bytearray(cells)
+    explored = bytearray(cells * cells)  # player * cells + box, once pulled
     best = [-1, player, target]
 
-    def visit(state, player, box, pulled, ttl):
-        explored.add(state)
-        score = distance[box] if pulled and player != target else 0
-        if score > best[0]:
-            best[:] = score, player, box
+    def wander(player, ttl):
+        wandered[player] = 1
         if ttl > 1:
-            for _, ahead, _, behind in exits[player]:
+            for ahead, behind in pulls[player]:
+                if ahead == target:
+                    continue
+                if behind == target:
+                    child = ahead * cells + player
+                    if not explored[child]:
+                        visit(child, ahead, player, ttl - 1)
+                elif not wandered[ahead]:
+                    wander(ahead, ttl - 1)
+
+    def visit(state, player, box, ttl):
+        explored[state] = 1
+        if player != target and distance[box] > best[0]:
+            best[:] = distance[box], player, box
+        if ttl > 1:
+            for ahead, behind in pulls[player]:
                 if ahead == box:
                     continue
                 if box == behind:
-                    child = (ahead * cells + player) * 2 + 1
-                    if child not in explored:
-                        visit(child, ahead, player, 1, ttl - 1)
+                    child = ahead * cells + player
+                    if not explored[child]:
+                        visit(child, ahead, player, ttl - 1)
                 else:
-                    child = (ahead * cells + box) * 2 + pulled
-                    if child not in explored:
-                        visit(child, ahead, box, pulled, ttl - 1)
+                    child = ahead * cells + box
+                    if not explored[child]:
+                        visit(child, ahead, box, ttl - 1)
 
     if search_depth > 1:
-        visit(player * cells * 2 + target * 2, player, target, 0, search_depth - 1)
+        best[0] = 0  # the start, unpulled
+        wander(player, search_depth - 1)
     return best[0], best[1], best[2]
 
 
 @lru_cache(maxsize=1024)
-def _distances(coords: tuple[tuple[int, int], ...], target: int) -> tuple[int, ...]:
-    """Every cell's Manhattan distance from ``target``."""
-    target_row, target_col = coords[target]
-    return tuple(abs(r - target_row) + abs(c - target_col) for r, c in coords)
+def _distances(height: int, width: int, target: int) -> tuple[int, ...]:
+    """Every flat cell's Manhattan distance from ``target``."""
+    stride = width + 1
+    target_row, target_col = divmod(target, stride)
+    return tuple(abs(cell // stride - target_row) + abs(cell % stride - target_col) for cell in range(height * stride))
 
 
 def _random_walk(rng: random.Random, room: Layout, player: int, box: int, config: GeneratorConfig,

@@ -222,7 +222,7 @@ def layout(room_fixed: Grid) -> Layout:
 def _layout_of_walls(walls: Grid) -> Layout:
     probe = Board(walls, (0, 0), (0, 0))
     stride = probe.width + 1
-    coords = tuple(divmod(cell, stride) for cell in range(probe.height * stride))
+    coords = _flat_coords(probe.height, stride)
     # Board.is_open of every cell (the spare column is outside the room), with
     # two rows of closed cells before and after, so that a step or two off the
     # top or bottom edge reads as closed.
@@ -239,6 +239,12 @@ def _layout_of_walls(walls: Grid) -> Layout:
                     found.append((action, cell + step, beyond, cell - step))
         exits.append(tuple(found))
     return Layout(stride, tuple(exits), coords)
+
+
+@lru_cache(maxsize=None)
+def _flat_coords(height: int, stride: int) -> tuple[Cell, ...]:
+    """The (row, column) of every flat cell: the same for every room of a size."""
+    return tuple(divmod(cell, stride) for cell in range(height * stride))
 
 
 def forget_layouts() -> None:
