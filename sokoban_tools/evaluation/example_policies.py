@@ -33,7 +33,7 @@ from sokoban_fairness import PUBLISHED_FILES
 from ..artifacts import command_line, run_command
 from ..data.records import BoardRow
 from ..layout import EXAMPLE_EPISODES, VALIDATION_DATA
-from ..rules.board import ACTIONS, BOX_ON_TARGET, PLAYER, TARGET, WALL, Board
+from ..rules.board import ACTIONS, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
 from ..rules.solver import shortest_solution
 from ..runtime.env import PLAYER_ON_TARGET, FairSokobanEnv
 from ..runtime.episodes import EpisodeRecord
@@ -52,12 +52,15 @@ def follow_probability(method: str, update: int) -> float:
     return 0.0 if method == "random" else update / (update + 10)
 
 
+# Each code of a ``state`` observation as the (room_fixed, room_state) codes it stands for.
+SEEN_CODES = {WALL: (WALL, WALL), FLOOR: (FLOOR, FLOOR), TARGET: (TARGET, TARGET), BOX: (FLOOR, BOX),
+              BOX_ON_TARGET: (TARGET, BOX_ON_TARGET), PLAYER: (FLOOR, PLAYER), PLAYER_ON_TARGET: (TARGET, PLAYER)}
+
+
 def board_seen(state: np.ndarray) -> Board:
     """The position a ``state`` observation shows."""
-    state = np.asarray(state)
-    fixed = np.where(state == WALL, WALL, np.where(np.isin(state, (TARGET, BOX_ON_TARGET, PLAYER_ON_TARGET)),
-                                                   TARGET, 1))
-    return Board.from_rooms(fixed.tolist(), np.where(state == PLAYER_ON_TARGET, PLAYER, state).tolist())
+    rows = [[SEEN_CODES[code] for code in row] for row in np.asarray(state).tolist()]
+    return Board.from_rooms([[fixed for fixed, _ in row] for row in rows], [[code for _, code in row] for row in rows])
 
 
 def choose(observation: np.ndarray, follow: float, rng: np.random.Generator) -> int:

@@ -43,7 +43,7 @@ import numpy as np
 from sokoban_render import render_rgb
 
 from ..data.records import BoardRow
-from ..rules.board import ACTIONS, ACTION_NAMES, PLAYER, TARGET, Board
+from ..rules.board import ACTIONS, ACTION_NAMES, TARGET, Board
 
 STEP_PENALTY = -0.1
 BOX_ON_TARGET_REWARD = 1.0
@@ -101,8 +101,9 @@ def state_grid(board: Board) -> np.ndarray:
     """The ``state`` render: ``room_state`` codes with a player on a target shown as 6,
     an (H, W) uint8 array."""
     state = np.array(board.room_state(), dtype=np.uint8)
-    fixed = np.array(board.room_fixed, dtype=np.uint8)
-    state[(state == PLAYER) & (fixed == TARGET)] = PLAYER_ON_TARGET
+    row, column = board.player
+    if board.room_fixed[row][column] == TARGET:
+        state[row, column] = PLAYER_ON_TARGET
     return state
 
 
