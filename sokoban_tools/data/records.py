@@ -57,16 +57,16 @@ class BoardRow:
 
 def encode_row(task_id: str, seed: int, board: Board, actions: list[int]) -> str:
     """The canonical JSON line (without newline) of a board and its solution."""
-    return _canonical_line(task_id, seed, board, to_lurd(board, actions))
+    return _canonical_line(task_id, seed, board, board.xsb(), to_lurd(board, actions))
 
 
-def _canonical_line(task_id: str, seed: int, board: Board, lurd: str) -> str:
+def _canonical_line(task_id: str, seed: int, board: Board, xsb: str, lurd: str) -> str:
     row = {
         "task_id": task_id,
         "seed": seed,
         "room_fixed": [list(r) for r in board.room_fixed],
         "room_state": [list(r) for r in board.room_state()],
-        "xsb": board.xsb(),
+        "xsb": xsb,
         "shortest_solution": lurd,
         "shortest_solution_length": len(lurd),
     }
@@ -135,7 +135,8 @@ def decode_row(line: str) -> BoardRow:
     if problem:
         raise ValueError(problem)
     board = Board.from_rooms(row["room_fixed"], row["room_state"])
-    if board.xsb() != row["xsb"]:
+    xsb = board.xsb()
+    if xsb != row["xsb"]:
         raise ValueError("xsb does not match room_fixed and room_state")
     if board.is_solved:
         raise ValueError("the board is already solved")
@@ -153,7 +154,7 @@ def decode_row(line: str) -> BoardRow:
             f"shortest_solution_length is {row['shortest_solution_length']}, "
             f"the solution has {len(solution)} actions"
         )
-    canonical = _canonical_line(row["task_id"], row["seed"], board, solution)
+    canonical = _canonical_line(row["task_id"], row["seed"], board, xsb, solution)
     if line != canonical:
         column = next((i for i, (a, b) in enumerate(zip(line, canonical), start=1) if a != b),
                       min(len(line), len(canonical)) + 1)
