@@ -1,10 +1,10 @@
 """A seed-for-seed reimplementation of verl-agent's Sokoban room generator.
 
 verl-agent seeds Python's ``random`` and numpy's legacy global RNG, then calls
-``generate_room``: a random-walk room topology (:mod:`.topology`), a random player and box (the
-box starts on what becomes its target), a depth-limited reverse-play search
-that pulls the box as far from its target as it can, and a short random walk
-of the player. This module follows the same algorithm and consumes the same
+``generate_room``: a random-walk room topology (:mod:`.topology`), a random
+player and box (the box starts on what becomes its target), a depth-limited
+reverse-play search that pulls the box as far from its target as it can, and
+a short random walk of the player. This module follows the same algorithm and consumes the same
 random numbers in the same order, but from RNG objects it owns
 (``random.Random`` and ``numpy.random.RandomState`` seeded with ``seed``
 produce the streams those global seeds produce), so it never touches global
