@@ -24,9 +24,15 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .layout import outside_clone
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 JOURNAL = ".publish-journal.json"
 TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by git
@@ -200,6 +206,23 @@ def first_difference(expected: bytes, actual: bytes) -> int:
 def default_workers() -> int:
     """The CPUs this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@contextmanager
+def worker_processes(workers: int) -> Iterator[Executor | None]:
+    """The processes of a command's ``--workers``, or ``None`` for 1 (the command then
+    works in this process alone); on leaving, work not yet started is cancelled, so
+    a failure or an interrupt does not wait for the rest of the queue."""
+    if workers <= 1:
+        yield None
+        return
+    from concurrent.futures import ProcessPoolExecutor  # only here: multiprocessing is slow to import
+
+    executor = ProcessPoolExecutor(workers)
+    try:
+        yield executor
+    finally:
+        executor.shutdown(cancel_futures=True)
 
 
 def _workers(text: str) -> int:

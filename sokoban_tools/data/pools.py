@@ -22,14 +22,14 @@ import sys
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from tqdm import tqdm
 
-from ..artifacts import command_line, json_document, run_command, sha256_bytes
+from ..artifacts import command_line, json_document, run_command, sha256_bytes, worker_processes
 from ..layout import (DATA_DIR, GENERATION_AUDIT_FILE, SOURCE_POOL_FILE, SOURCE_POOL_NAME, TRAIN_FILE,
                      TRAINING_POOL_NAME, published)
 from ..protocol import STRATA, histogram, stratum_of
@@ -232,16 +232,12 @@ def build(data_dir: Path = DATA_DIR, config: GeneratorConfig = GeneratorConfig()
     """Scan both pools with ``workers`` generating processes (1: this process
     alone); return the scans and the files they produce in ``data_dir``."""
     accepted_forms: dict[str, str] = {}
-    executor = ProcessPoolExecutor(workers) if workers > 1 else None
-    try:
-        scans = []
+    scans = []
+    with worker_processes(workers) as executor:
         for spec in POOLS:
             stream = candidate_stream(spec.first_seed, config, executor, blocks_ahead=2 * workers)
             scans.append(scan_pool(spec, accepted_forms, stream))
             stream.close()
-    finally:
-        if executor is not None:
-            executor.shutdown(cancel_futures=True)
     data = [scan.data() for scan in scans] + [json_document(audit(scans, config))]
     return scans, dict(zip(outputs(data_dir), data))
 

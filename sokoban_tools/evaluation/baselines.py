@@ -31,7 +31,7 @@ import math
 import re
 import sys
 from collections import defaultdict
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..artifacts import command_line, run_command
+from ..artifacts import command_line, run_command, worker_processes
 from ..data.records import BoardRow, DataError, read_rows
 from ..layout import BASELINES_FILE, DATA_DIR, TRAIN_FILE, VALIDATION_FILE
 from ..protocol import PROTOCOL, STRATA, stratum_of
@@ -254,13 +254,9 @@ def document_bytes(document: dict) -> bytes:
 def build(data_dir: Path = DATA_DIR, workers: int = 1) -> dict[Path, bytes]:
     """The baselines of the validation and training boards in ``data_dir``, with
     ``workers`` processes (1: this process alone; the file does not depend on it)."""
-    executor = ProcessPoolExecutor(workers) if workers > 1 else None
-    try:
+    with worker_processes(workers) as executor:
         splits = {"validation": split_baselines(read_rows(data_dir / VALIDATION_FILE), executor),
                   "train": split_baselines(read_rows(data_dir / TRAIN_FILE), executor)}
-    finally:
-        if executor is not None:
-            executor.shutdown(cancel_futures=True)
     document = {
         "description": (
             "Exact baselines of every board. moves_1_4: a policy choosing uniformly among the moves "

@@ -22,7 +22,6 @@ are the same in every process.
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from itertools import repeat
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import numpy as np
 
 from sokoban_fairness import PUBLISHED_FILES
 
-from ..artifacts import command_line, run_command
+from ..artifacts import command_line, run_command, worker_processes
 from ..data.records import BoardRow
 from ..layout import EXAMPLE_EPISODES, VALIDATION_DATA
 from ..rules.board import ACTIONS, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
@@ -102,11 +101,9 @@ def build(out_dir: Path = OUT_DIR, runs: int = RUNS, updates: tuple[int, ...] = 
     boards = load_validation(validation)  # refused unless it is the published file, whose digest this is
     digest = PUBLISHED_FILES[VALIDATION_DATA]["sha256"]
     passes = [(method, run, update) for method in METHODS for update in updates for run in range(runs)]
-    if workers > 1:
-        with ProcessPoolExecutor(workers) as executor:
-            played = list(executor.map(play_pass, *zip(*passes), repeat(boards), repeat(digest)))
-    else:
-        played = [play_pass(*one, boards, digest) for one in passes]
+    with worker_processes(workers) as executor:
+        play = executor.map if executor is not None else map
+        played = list(play(play_pass, *zip(*passes), repeat(boards), repeat(digest)))
     lines: dict[str, list[str]] = {method: [] for method in METHODS}
     for (method, _, _), records in zip(passes, played):
         lines[method].extend(record.to_line() + "\n" for record in records)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +35,7 @@ import numpy as np
 
 from sokoban_render import TILE_SIZE, render_rgb
 
-from ..artifacts import command_line, json_document, run_command, sha256_bytes
+from ..artifacts import command_line, json_document, run_command, sha256_bytes, worker_processes
 from ..data.records import BoardRow, read_board_file
 from ..layout import (DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, TRAIN_FILE,
                      TRAINING_POOL_NAME, VALIDATION_FILE, VERIFICATION_FILE, published)
@@ -381,12 +381,8 @@ def build(data_dir: Path = DATA_DIR, timings: Timings | None = None, workers: in
     """Verify all board files in ``data_dir`` with ``workers`` processes (1: this
     process alone); the two reports and one message per failed board."""
     timings = timings if timings is not None else Timings()
-    executor = ProcessPoolExecutor(workers) if workers > 1 else None
-    try:
+    with worker_processes(workers) as executor:
         train, pool, validation = verify_files(data_dir, executor, timings)
-    finally:
-        if executor is not None:
-            executor.shutdown(cancel_futures=True)
     source_uniqueness = check_uniqueness([train, pool], {TRAINING_POOL_NAME, SOURCE_POOL_NAME}, timings)
     # Validation boards are source-pool boards, so their scope is training plus themselves.
     validation_uniqueness = check_uniqueness([train, validation], {VALIDATION_NAME}, timings)
