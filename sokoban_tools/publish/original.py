@@ -36,7 +36,7 @@ PULLED = BOX_ON_TARGET
 
 
 def gym_sokoban(module: str):
-    """A gym-sokoban module, or an error that says how to install it.
+    """The gym-sokoban module of that full name, or an error that says how to install it.
 
     gym 0.26, which gym-sokoban 0.0.6 needs (as verl-agent pins them), prints a
     notice on every import that it is unmaintained: true of the yardstick, not
@@ -44,14 +44,14 @@ def gym_sokoban(module: str):
     try:
         with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return importlib.import_module(f"gym_sokoban.{module}")
+            return importlib.import_module(module)
     except ImportError as err:
         raise RuntimeError("the original needs gym-sokoban 0.0.6: pip install -e '.[test]'") from err
 
 
 def room_utils():
     """gym-sokoban's generator module."""
-    return gym_sokoban("envs.room_utils")
+    return gym_sokoban("gym_sokoban.envs.room_utils")
 
 
 def rooms_of(board: Board) -> tuple[np.ndarray, np.ndarray]:

@@ -21,9 +21,9 @@ import warnings
 import numpy as np
 
 from ..layout import ROOT, TRAIN_DATA
-from .original import gym_sokoban
 from ..rules.board import ACTIONS, Board
 from ..runtime.env import DEFAULT_MAX_STEPS, FairSokobanEnv
+from .original import gym_sokoban
 
 ACTORS = 8
 EPISODES = 12
@@ -34,7 +34,7 @@ GYM_WORKER_MODULE = "gym_sokoban.envs.sokoban_env"
 
 def gym_sokoban_env(max_steps: int = DEFAULT_MAX_STEPS):
     """gym-sokoban 0.0.6's ``SokobanEnv`` configured as verl-agent configures it, without a generated room."""
-    sokoban_env = gym_sokoban("envs.sokoban_env")
+    sokoban_env = gym_sokoban(GYM_WORKER_MODULE)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # gym's warnings about env API changes, which verl-agent ignores too
         return sokoban_env.SokobanEnv(dim_room=(6, 6), max_steps=max_steps, num_boxes=1, reset=False)
