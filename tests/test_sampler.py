@@ -141,6 +141,57 @@ def test_training__a_state_from_another_pool_is_refused(train_ids):
         TrainingSampler.from_state_dict(train_ids, {"format": "something else"})
 
 
+def _saved(train_ids, seed=1, updates=3) -> dict:
+    sampler = TrainingSampler(train_ids, BATCH, GROUP, seed=seed)
+    draws(sampler, updates)
+    return json.loads(json.dumps(sampler.state_dict()))
+
+
+def test_training__a_state_names_its_seed_draws_and_digest_and_restores_only_as_saved(train_ids):
+    state = _saved(train_ids, seed=1, updates=3)
+    assert (state["seed"], state["updates_drawn"]) == (1, 3) and len(state["draws_sha256"]) == 64
+    assert state["draws_sha256"] != _saved(train_ids, seed=2, updates=3)["draws_sha256"]
+    assert TrainingSampler.from_state_dict(train_ids, state, seed=1).state_dict() == state
+
+
+def test_training__another_seeds_state_is_refused_for_the_seed_given(train_ids):
+    with pytest.raises(ValueError, match="continues the draws of seed 2, but seed=1 was given"):
+        TrainingSampler.from_state_dict(train_ids, _saved(train_ids, seed=2), seed=1)
+
+
+def _generator_of(train_ids, seed, updates):
+    return _saved(train_ids, seed=seed, updates=updates)["bit_generator"]
+
+
+@pytest.mark.parametrize("change, message", [
+    # The fields of two states: seed 1's count and digest, seed 2's generator.
+    (lambda ids, s: {"bit_generator": _generator_of(ids, 2, 3)}, "not where seed 1 is after 3 updates"),
+    (lambda ids, s: {"seed": 2}, "not where seed 2 is after 3 updates"),
+    # A count rewound (or advanced) while the generator stayed where it was.
+    (lambda ids, s: {"updates_drawn": 1}, "updates_drawn is 1, but its generator is where seed 1 is after 3"),
+    (lambda ids, s: {"updates_drawn": 0}, "updates_drawn is 0, but its generator is where seed 1 is after 3"),
+    (lambda ids, s: {"updates_drawn": 5}, "updates_drawn is 5, but its generator is where seed 1 is after 3"),
+    (lambda ids, s: {"updates_drawn": -1}, "updates_drawn must be at least 0"),
+    (lambda ids, s: {"updates_drawn": "3"}, "updates_drawn must be an integer"),
+    # A generator of the wrong type, or altered.
+    (lambda ids, s: {"bit_generator": {**s["bit_generator"], "bit_generator": "MT19937"}}, "'MT19937'"),
+    (lambda ids, s: {"bit_generator": np.random.MT19937(1).state}, "must be the PCG64 state"),
+    (lambda ids, s: {"bit_generator": "PCG64"}, "got 'str'"),
+    (lambda ids, s: {"bit_generator": None}, "got 'NoneType'"),
+    (lambda ids, s: {"bit_generator": {**s["bit_generator"], "state": {"state": 1, "inc": 1}}},
+     "not where seed 1 is after 3 updates"),
+    # Fields the generator does not depend on, caught by the digest.
+    (lambda ids, s: {"rollout_n": 4}, "draws_sha256 .* is not the digest"),
+    (lambda ids, s: {"draws_sha256": "0" * 64}, "draws_sha256 .* is not the digest"),
+    (lambda ids, s: {"draws_sha256": None}, "draws_sha256 None is not the digest"),
+    (lambda ids, s: {"pool_sha256": 7}, "different task pool"),
+])
+def test_training__a_state_that_does_not_replay_from_its_seed_is_refused(train_ids, change, message):
+    state = _saved(train_ids, seed=1, updates=3)
+    with pytest.raises(ValueError, match=message):
+        TrainingSampler.from_state_dict(train_ids, {**state, **change(train_ids, state)})
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"batch_size": 5001}, "no board twice"),
     ({"batch_size": 0}, "batch_size"),
@@ -162,7 +213,7 @@ def test_training__refuses_bad_settings(train_ids, kwargs, message):
 
 
 @pytest.mark.parametrize("key", ["pool_size", "pool_sha256", "batch_size", "rollout_n", "seed",
-                                 "updates_drawn", "bit_generator"])
+                                 "updates_drawn", "draws_sha256", "bit_generator"])
 def test_training__a_state_missing_a_key_is_refused_with_a_value_error_naming_it(train_ids, key):
     state = TrainingSampler(train_ids, BATCH, GROUP, seed=1).state_dict()
     del state[key]

@@ -113,6 +113,12 @@ def test_training__a_saved_state_of_another_shape_is_refused():
         local(seed=1, env_num=4, group_n=2, sampler_state=state)
 
 
+
+def test_training__another_seeds_saved_state_is_refused_for_the_seed_given():
+    state = local(seed=2, env_num=8, group_n=2).sampler_state()
+    with pytest.raises(ValueError, match="continues the draws of seed 2, but seed=1 was given"):
+        local(seed=1, env_num=8, group_n=2, sampler_state=state)
+
 # --- Validation passes -------------------------------------------------------------------
 
 

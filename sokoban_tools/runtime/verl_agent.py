@@ -235,7 +235,7 @@ class FairSokobanEnvs:
             if sampler_state is None:
                 self._sampler = TrainingSampler(ids, env_num, group_n, seed)
             else:
-                self._sampler = TrainingSampler.from_state_dict(ids, sampler_state)
+                self._sampler = TrainingSampler.from_state_dict(ids, sampler_state, seed=seed)
                 if (self._sampler.batch_size, self._sampler.rollout_n) != (env_num, group_n):
                     raise ValueError(
                         f"sampler_state draws {self._sampler.batch_size} boards x {self._sampler.rollout_n} "
