@@ -34,12 +34,13 @@ from fractions import Fraction
 from pathlib import Path
 
 # Standard library only, here and in the modules imported below (artifacts, protocol,
-# layout, records and the rules in board), so the rule runs on a bare Python; a test keeps it so.
+# layout, records, release and the rules in board), so the rule runs on a bare Python; a test keeps it so.
 from sokoban_tools.artifacts import command_line, json_document, run_command, sha256_bytes
 from sokoban_tools.layout import (DATA_DIR, GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE,
                                   SOURCE_POOL_NAME, VALIDATION_FILE, published)
 from sokoban_tools.protocol import VALIDATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
 from sokoban_tools.data.records import REGENERATE_HINT, BoardRow, parse_rows
+from sokoban_tools.publish.release import is_sha256
 
 COMMAND = "python select_evaluation_256.py"
 
@@ -170,6 +171,14 @@ def read_pool(data_dir: Path) -> tuple[bytes, list[BoardRow]]:
             f"{audit_path}: cannot read pools.{SOURCE_POOL_NAME}.sha256 and .rows of the generation "
             f"audit ({type(err).__name__}: {err}); regenerate it with `python -m sokoban_tools.pools`"
         ) from None
+    for field, value, wanted in (("sha256", recorded_sha, "a string of 64 hex digits"),
+                                 ("rows", recorded_rows, "a whole number")):
+        if not (is_sha256(value) if field == "sha256" else isinstance(value, int) and not isinstance(value, bool)):
+            raise SelectionError(
+                f"{audit_path}: pools.{SOURCE_POOL_NAME}.{field} must be {wanted}, got {value!r} "
+                f"({type(value).__name__}); the audit was not written by the pools command: regenerate it "
+                f"with `python -m sokoban_tools.pools`"
+            )
     try:
         data = pool_path.read_bytes()
     except OSError as err:
@@ -290,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"fairness/{VALIDATION_FILE} and fairness/{SELECTION_FILE}. The rule reads "
                     "nothing but the pool file.",
         data_dir=DATA_DIR,
+        data_files=True,
     )
     args = parser.parse_args(argv)
     outputs = [args.data_dir / VALIDATION_FILE, args.data_dir / SELECTION_FILE]
@@ -298,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         files = build(args.data_dir)
         return files, json.loads(files[args.data_dir / SELECTION_FILE])
 
-    return run_command(COMMAND, args.check, outputs, selected, report)
+    return run_command(COMMAND, args.check, outputs, selected, report, args.new_release)
 
 
 if __name__ == "__main__":

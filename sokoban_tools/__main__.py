@@ -16,12 +16,11 @@ import subprocess
 import sys
 import time
 
-from .artifacts import clear_interrupted_writes
-from .layout import DATA_FOLDER, IMAGES_FOLDER, ROOT, SELECTOR, outside_clone
+from .artifacts import REPRODUCED_DIRECTORIES, LockError, clear_interrupted_writes, locked
+from .layout import ROOT, SELECTOR, outside_clone
 from .publish.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 
 REPO = ROOT
-GENERATED_DIRECTORIES = (DATA_FOLDER, IMAGES_FOLDER)  # besides the repository root
 # The steps in dependency order: each is a command of its own (the name the card
 # and the reports record). The package's commands run in this process, so the
 # three board files are read and checked once (records remembers checked bytes)
@@ -36,7 +35,9 @@ STEPS = (
     ("example", "sokoban_tools.example_policies"),
     ("card", "sokoban_tools.card"),
 )
-PINNING_STEP = "card"  # pins the data files' digests, so it alone may take a new release
+# The steps that write published data files (pools, selection) check them against the
+# pinned release before writing, and the card pins them: these take a new release.
+RELEASE_STEPS = ("pools", "selection", "card")
 
 
 def run_step(command: str, options: list[str]) -> int:
@@ -52,18 +53,34 @@ def run_step(command: str, options: list[str]) -> int:
 
 
 def reproduce(check: bool, new_release: bool = False) -> int:
-    """Run every step; stop at the first that fails, since later steps read its files."""
+    """Run every step, holding the lock of every folder they write (shared for
+    ``check``); stop at the first that fails, since later steps read its files."""
     no_clone = outside_clone([REPO], command="python -m sokoban_tools reproduce")
     if no_clone:
         print(f"error: {no_clone}", file=sys.stderr)
         return 1
+    try:
+        with locked(REPRODUCED_DIRECTORIES, shared=check):
+            return _steps(check, new_release)
+    except LockError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+
+
+def _steps(check: bool, new_release: bool) -> int:
     started = time.perf_counter()
     if not check:  # every file is about to be rewritten, so an interrupted write's leftovers can go
-        for leftover in clear_interrupted_writes([REPO, *(REPO / d for d in GENERATED_DIRECTORIES)]):
+        try:
+            removed = clear_interrupted_writes(REPRODUCED_DIRECTORIES)
+        except OSError as err:
+            print(f"error: {err.filename}: cannot be removed ({err.strerror}), but it is where a write keeps "
+                  f"its journal or temporaries; move it away", file=sys.stderr)
+            return 1
+        for leftover in removed:
             print(f"removed {leftover.relative_to(REPO)}, left by an interrupted write")
     for name, command in STEPS:
         print(f"== {name}", flush=True)
-        options = ["--check"] if check else [NEW_RELEASE] if new_release and name == PINNING_STEP else []
+        options = ["--check"] if check else [NEW_RELEASE] if new_release and name in RELEASE_STEPS else []
         if run_step(command, options):
             print(f"reproduce: the {name} step failed; see the message above", file=sys.stderr)
             return 1

@@ -14,11 +14,29 @@ reports an interrupted write and says to run :data:`REPRODUCE`, which clears
 the leftovers (:func:`clear_interrupted_writes`) and rewrites every file.
 Commands also call :func:`ready` before any work, so an unwritable output
 is reported in one line before minutes of generating, not as a traceback after.
+
+One run at a time per folder: a command holds the lock (:data:`LOCK`, an
+``flock`` the kernel drops when the process dies, even by kill -9) of every
+folder it writes, shared for ``--check``, from before it looks for leftovers
+until it is done. A second run is refused in one line naming the lock and its
+holder, rather than taking the first run's live journal for an interrupted
+write. ``reproduce`` holds the locks for all its steps; the selector, which it
+runs as a child process, works under its parent's lock.
+
+Mixed sets: a reader that ignores journals can still see one if a run is
+killed during the renames of one set (the temporaries are all written and
+synced first, so that is a window of a few renames), and between two commands
+that each write a set (e.g. new data files before the card pins them). The
+writers of data files check the pinned release before writing (see
+:mod:`sokoban_tools.publish.release`), so without ``--new-release`` such a
+window only ever renames identical bytes.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -29,14 +47,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .layout import outside_clone
+from .layout import DATA_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, ROOT, is_clone, outside_clone
+from .publish.release import FLAG, ReleaseError, check_rewrite
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
 JOURNAL = ".publish-journal.json"
+LOCK = ".publish-lock"  # held by the run writing (or checking) the files of its folder
 TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by git
 REPRODUCE = "python -m sokoban_tools reproduce"
+# The clone's folders `reproduce` writes (and clears of interrupted writes' leftovers).
+REPRODUCED_DIRECTORIES = tuple(path.resolve() for path in (ROOT, ROOT / DATA_FOLDER, ROOT / IMAGES_FOLDER,
+                                                            EXAMPLE_EPISODES))
 
 
 def _current_umask() -> int:
@@ -126,6 +149,16 @@ def write_set(files: dict[Path, bytes], command: str) -> None:
         raise
 
 
+def _repair(directory: Path, leftovers: list[Path], command: str | None) -> str:
+    """What to run after an interrupted write in ``directory``: ``reproduce`` for the
+    clone's own folders, which it regenerates; elsewhere (``--data-dir``), which
+    reproduce never touches, removing the leftovers and running the command again."""
+    if is_clone(ROOT) and directory.resolve() in REPRODUCED_DIRECTORIES:
+        return f"run `{REPRODUCE}` to regenerate every file"
+    again = f"`{command}` again on {directory}" if command else f"the command that writes {directory} again"
+    return f"remove {' '.join(str(path) for path in leftovers)} and run {again} (`{REPRODUCE}` writes only the clone's files)"
+
+
 def interrupted_writes(directories) -> list[str]:
     """One message per directory holding a journal or temporaries of an
     interrupted write, saying what it left and what to run."""
@@ -134,39 +167,118 @@ def interrupted_writes(directories) -> list[str]:
         if not directory.is_dir():
             continue
         journal = directory / JOURNAL
-        temps = sorted(p.name for p in directory.glob(TEMP_PATTERN))
-        if journal.exists():
+        temps = sorted(directory.glob(TEMP_PATTERN))
+        if journal.is_dir():
+            messages.append(f"{journal}: is a directory, but a write keeps its journal there; move it away")
+        elif journal.exists():
+            command = None
             try:
                 entry = json.loads(journal.read_bytes())
-                what = f"`{entry['command']}` was interrupted while replacing " + ", ".join(
+                command = entry["command"]
+                what = f"`{command}` was interrupted while replacing " + ", ".join(
                     os.path.relpath(name) for name in entry["files"])
             except (OSError, ValueError, KeyError, TypeError):
                 what = "an interrupted write left an unreadable journal"
             messages.append(f"{journal}: {what}, so these files are a mixed set of old and new; "
-                            f"run `{REPRODUCE}` to regenerate every file")
+                            f"{_repair(directory, [journal, *temps], command)}")
         elif temps:
-            messages.append(f"{directory}: an interrupted write left {', '.join(temps)}; the files "
-                            f"beside them may not belong together; run `{REPRODUCE}` to regenerate every file")
+            messages.append(f"{directory}: an interrupted write left {', '.join(p.name for p in temps)}; the "
+                            f"files beside them may not belong together; {_repair(directory, temps, None)}")
     return messages
 
 
 def clear_interrupted_writes(directories) -> list[Path]:
     """Remove the journals and temporaries of interrupted writes (before every file
-    is regenerated); return what was removed."""
-    removed = []
-    for directory in dict.fromkeys(Path(d) for d in directories):
-        if directory.is_dir():
-            for leftover in [directory / JOURNAL, *directory.glob(TEMP_PATTERN)]:
-                if leftover.exists():
-                    leftover.unlink()
-                    removed.append(leftover)
-    return removed
+    is regenerated); return what was removed. A folder in a leftover's place is
+    an ``IsADirectoryError`` naming it, raised before anything is removed."""
+    leftovers = [leftover for directory in dict.fromkeys(Path(d) for d in directories) if directory.is_dir()
+                 for leftover in [directory / JOURNAL, *directory.glob(TEMP_PATTERN)]
+                 if leftover.exists() or leftover.is_symlink()]
+    for leftover in leftovers:
+        if leftover.is_dir() and not leftover.is_symlink():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(leftover))
+    for leftover in leftovers:
+        leftover.unlink()
+    return leftovers
+
+
+class LockError(Exception):
+    """Another run holds the lock of a folder this run would write or check, or the
+    lock's place is taken by something that is not a file."""
+
+
+_held: dict[Path, list[int]] = {}  # folder -> [lock file descriptor, nested holders in this process]
+
+
+def _acquire(directory: Path, shared: bool) -> bool:
+    """Take (or, held here already, enter again) ``directory``'s lock; whether the
+    caller must release it. False when the parent process holds it and runs this
+    one as its step, or when no lock file can be made there (no such folder, or
+    not writable: :func:`ready` refuses a write there). :class:`LockError` when another
+    run holds it."""
+    if directory in _held:
+        _held[directory][1] += 1
+        return True
+    path = directory / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666 & ~_UMASK)
+    except OSError as err:
+        if err.errno == errno.EISDIR:
+            raise LockError(f"{path}: is a directory, but runs take the folder's lock there; move it away") from None
+        return False
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        os.close(fd)
+        if holder == str(os.getppid()):
+            return False
+        raise LockError(f"another run holds {path} (pid {holder or 'unknown'}); let it finish, "
+                   f"then run this command again") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    _held[directory] = [fd, 1]
+    return True
+
+
+def _release(directory: Path) -> None:
+    entry = _held[directory]
+    entry[1] -= 1
+    if not entry[1]:
+        del _held[directory]
+        os.close(entry[0])  # closing the descriptor drops the flock
+
+
+@contextmanager
+def locked(directories, shared: bool = False) -> Iterator[None]:
+    """Hold the lock of every folder in ``directories`` (shared for checking,
+    exclusive for writing) for the ``with`` block; :class:`LockError`, holding none,
+    if another run holds one."""
+    taken = []
+    try:
+        for directory in sorted(dict.fromkeys(Path(d).resolve() for d in directories)):
+            if _acquire(directory, shared):
+                taken.append(directory)
+        yield
+    finally:
+        for directory in reversed(taken):
+            _release(directory)
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why ``path``, an output a command writes or compares, is something other than a
+    regular file (which it may also not be yet), with the fix; ``None`` if it is not."""
+    if path.is_dir():
+        return f"{path}: is a directory, but the command writes a file there; move it away"
+    if path.exists() and not path.is_file():
+        return f"{path}: is a special file (a FIFO or a device), but the command writes a file there; move it away"
+    return None
 
 
 def unwritable(path: Path) -> str | None:
     """Why ``path`` cannot be written as a file, with the fix; ``None`` if it can."""
-    if path.is_dir():
-        return f"{path}: is a directory, but the command writes a file there; move it away"
+    if not_a_file(path):
+        return not_a_file(path)
     existing = path.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -182,14 +294,14 @@ def unwritable(path: Path) -> str | None:
 
 def ready(paths, check: bool) -> bool:
     """Whether a command may start: ``paths`` are in a clone (or given elsewhere), no
-    interrupted write left a mixed set among their directories and, unless ``check``,
-    every path can be written. Says why not on stderr: the missing clone, each
-    interrupted write, or the first unwritable path."""
+    interrupted write left a mixed set among their directories, and every path is a
+    regular file (or none yet) and, unless ``check``, can be written. Says why not on
+    stderr: the missing clone, each interrupted write, or the first unusable path."""
     paths = [Path(p) for p in paths]
     no_clone = outside_clone(paths)
     problems = [no_clone] if no_clone else interrupted_writes(path.parent for path in paths)
-    if not check and not problems:  # the first unwritable path: the others usually share its cause
-        problems = [problem for problem in map(unwritable, paths) if problem][:1]
+    if not problems:  # the first unusable path: the others usually share its cause
+        problems = [problem for problem in map(not_a_file if check else unwritable, paths) if problem][:1]
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return not problems
@@ -232,33 +344,52 @@ def _workers(text: str) -> int:
 
 
 def command_line(prog: str, description: str, data_dir: Path | None = None,
-                 workers: bool = False) -> argparse.ArgumentParser:
+                 workers: bool = False, data_files: bool = False) -> argparse.ArgumentParser:
     """The options every generating command shares: ``--check``, ``--data-dir``
-    (default ``data_dir``) for commands that read and write ``fairness/``, and
-    ``--workers`` for commands that spread their work over processes."""
+    (default ``data_dir``) for commands that read and write ``fairness/``,
+    ``--workers`` for commands that spread their work over processes, and
+    ``--new-release`` for commands that write published data files (``data_files``)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--check", action="store_true",
-                        help="regenerate in memory and fail, naming the first differing line, "
-                             "if a committed file differs")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--check", action="store_true",
+                       help="regenerate in memory and fail, naming the first differing line, "
+                            "if a committed file differs")
     if data_dir is not None:
         parser.add_argument("--data-dir", type=Path, default=data_dir,
                             help="folder of the published files (default: the repository's fairness/)")
     if workers:
         parser.add_argument("--workers", type=_workers, default=default_workers(),
                             help="processes to use (default: one per CPU); the output does not depend on it")
+    if data_files:
+        modes.add_argument(FLAG, action="store_true",
+                            help="let published data files differ from the pinned release, as the new release "
+                                 "the card's Changelog names (the card step then pins it)")
     return parser
 
 
-def publish(files: dict[Path, bytes], check: bool, command: str) -> bool:
+def publish(files: dict[Path, bytes], check: bool, command: str, new_release: bool = False) -> bool:
     """Write ``files`` as one set (``check`` false), or compare them with the files on disk.
 
-    Returns whether everything matched, or was written, and says so on stdout. A mismatch, or a mixed set left by an interrupted write, is
-    reported on stderr with the file, the first differing line and what to run.
+    Returns whether everything matched, or was written, and says so on stdout. Another
+    run holding a folder's lock, a mixed set left by an interrupted write, or (writing)
+    a published data file changed without ``new_release`` is reported on stderr
+    before anything is written; a mismatch with the file, the first differing line
+    and what to run.
     """
+    try:
+        with locked({path.parent for path in files}, shared=check):
+            return _publish(files, check, command, new_release)
+    except (LockError, ReleaseError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return False
+
+
+def _publish(files: dict[Path, bytes], check: bool, command: str, new_release: bool) -> bool:
     if not ready(files, check):
         return False
     ok = True
     if not check:
+        check_rewrite(files, new_release)
         write_set(files, command)
     for path, data in files.items() if check else ():
         if not path.exists():
@@ -280,24 +411,31 @@ def publish(files: dict[Path, bytes], check: bool, command: str) -> bool:
     return ok
 
 
-def run_command(command: str, check: bool, outputs, build, report=None) -> int:
+def run_command(command: str, check: bool, outputs, build, report=None, new_release: bool = False) -> int:
     """A generating command once its options are parsed, as an exit code.
 
-    Stops in one line unless it may write ``outputs`` (:func:`ready`, before any
-    work); ``build()`` returns the files, or the files and what ``report`` needs;
-    they are published, or compared with ``check``; then ``report(found)`` prints
-    what the run found and returns whether it passed. A ``ValueError`` from
-    ``build`` (a bad row, a refused pool: every data error of the package is one)
-    is printed as one ``error:`` line instead of a traceback.
+    Holds the lock of the folders of ``outputs`` throughout (:func:`locked`) and
+    stops in one line unless it may write them (:func:`ready`, before any work);
+    ``build()`` returns the files, or the files and what ``report`` needs; they
+    are published (``new_release`` lets published data files change), or compared
+    with ``check``; then ``report(found)`` prints what the run found and returns
+    whether it passed. A ``ValueError`` from ``build`` (a bad row, a refused
+    pool: every data error of the package is one) is printed as one ``error:``
+    line instead of a traceback.
     """
-    if not ready(outputs, check):
-        return 1
     try:
-        built = build()
-    except ValueError as err:
+        with locked({Path(path).parent for path in outputs}, shared=check):
+            if not ready(outputs, check):
+                return 1
+            try:
+                built = build()
+            except ValueError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 1
+            files, found = built if isinstance(built, tuple) else (built, None)
+            ok = publish(files, check, command, new_release)
+            passed = report(found) if report is not None else True
+            return 0 if ok and passed else 1
+    except LockError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    files, found = built if isinstance(built, tuple) else (built, None)
-    ok = publish(files, check, command)
-    passed = report(found) if report is not None else True
-    return 0 if ok and passed else 1

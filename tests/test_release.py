@@ -12,7 +12,8 @@ import sokoban_fairness
 from conftest import REPO
 from sokoban_tools import __main__ as reproduce_command
 from sokoban_tools.publish import card
-from sokoban_tools.publish.release import Release, ReleaseError, changelog_versions, pinned_release, release_to_pin
+from sokoban_tools.publish.release import (BLOCK, Release, ReleaseError, changelog_versions, pinned_release,
+                                           release_to_pin)
 
 TRAIN = "fairness/train.jsonl"
 TEMPLATE = "sokoban_tools/publish/card_templates/README.md"
@@ -94,8 +95,9 @@ def test_reproduce__refuses_new_release_with_check(capsys):
     assert exited.value.code == 2 and "give one of them" in capsys.readouterr().err
 
 
-def test_reproduce__passes_new_release_to_the_pinning_step_only(monkeypatch):
+def test_reproduce__passes_new_release_to_the_steps_writing_or_pinning_data_files_only(monkeypatch, tmp_path):
     calls = []
+    monkeypatch.setattr(reproduce_command, "REPRODUCED_DIRECTORIES", (tmp_path,))  # not the clone's: tests run at once
 
     def run_step(command, options):
         calls.append([command, *options])
@@ -105,7 +107,9 @@ def test_reproduce__passes_new_release_to_the_pinning_step_only(monkeypatch):
     monkeypatch.setattr(reproduce_command, "clear_interrupted_writes", lambda directories: [])
     assert reproduce_command.main(["reproduce", "--new-release"]) == 0
     flagged = [command for command in calls if "--new-release" in command]
-    assert len(calls) == len(reproduce_command.STEPS) and flagged == [["sokoban_tools.card", "--new-release"]]
+    assert len(calls) == len(reproduce_command.STEPS)
+    assert flagged == [["sokoban_tools.pools", "--new-release"], ["select_evaluation_256.py", "--new-release"],
+                       ["sokoban_tools.card", "--new-release"]]
 
 
 def test_the_published_release_is_the_changelogs_newest_entry_and_the_builders_version():
@@ -163,5 +167,5 @@ def test_changelog_versions__reads_only_its_own_section(tmp_path):
 def test_pinned_release__refuses_a_block_without_its_release(tmp_path):
     with pytest.raises(ReleaseError, match="lacks RELEASE; restore it from git"):
         pinned_release('PUBLISHED_FILES = {}\n', tmp_path / "sokoban_fairness.py")
-    block = card.BLOCK.search((REPO / card.LOADING_SCRIPT).read_text(encoding="utf-8")).group(2)
+    block = BLOCK.search((REPO / card.LOADING_SCRIPT).read_text(encoding="utf-8")).group(2)
     assert pinned_release(block, REPO) == Release(sokoban_fairness.RELEASE, sokoban_fairness.PUBLISHED_FILES)

@@ -249,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         f"generation audit ({published(GENERATION_AUDIT_FILE)}) from seeds.",
         data_dir=DATA_DIR,
         workers=True,
+        data_files=True,
     )
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -266,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"took {time.perf_counter() - started:.1f} s")
         return True
 
-    return run_command(COMMAND, args.check, outputs(args.data_dir), scanned, report)
+    return run_command(COMMAND, args.check, outputs(args.data_dir), scanned, report, args.new_release)
 
 
 if __name__ == "__main__":

@@ -31,18 +31,12 @@ from ..layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_I
                      TRAINING_POOL_NAME, VALIDATION_DATA, VERIFICATION_FILE, published)
 from ..rules.board import from_lurd
 from ..runtime.env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
-from .release import (FLAG, NOT_WITH_CHECK, Release, ReleaseError, changelog_versions, pinned_release,
+from .release import (DATA_FILES, FLAG, NOT_WITH_CHECK, Release, changelog_of, pinned_of, published_block,
                       release_to_pin)
 
 REPO = ROOT
 TEMPLATES = Path(__file__).resolve().parent / "card_templates"
 COMMAND = "python -m sokoban_tools.card"
-BLOCK = re.compile(
-    r"(# BEGIN PUBLISHED FILES \(written by `python -m sokoban_tools.card`; do not edit\)\n)"
-    r"(.*?)(# END PUBLISHED FILES\n)",
-    re.S,
-)
-DATA_FILES = tuple(dict.fromkeys(name for splits in CONFIGURATIONS.values() for name in splits.values()))
 # The script-free schema of a row, as the JSON loader reads it: (column, YAML type).
 ROW_FEATURES = (
     ("task_id", "dtype: string"),
@@ -66,18 +60,9 @@ def published_files(repo: Path) -> dict[str, dict]:
     return entries
 
 
-def _published_block(repo: Path) -> tuple[str, re.Match]:
-    """The loading script's text and its PUBLISHED FILES block."""
-    text = (repo / LOADING_SCRIPT).read_text(encoding="utf-8")
-    block = BLOCK.search(text)
-    if not block:
-        raise ReleaseError(f"{repo / LOADING_SCRIPT}: the PUBLISHED FILES block is missing; restore it from git")
-    return text, block
-
-
 def loading_script(repo: Path, release: Release) -> bytes:
     """The loading script with its PUBLISHED FILES block rewritten to pin ``release``."""
-    text, block = _published_block(repo)
+    text, block = published_block(repo)
     lines = [f'RELEASE = "{release.version}"  # see the Changelog section of the dataset card',
              "PUBLISHED_FILES = {"]
     for name, entry in release.files.items():
@@ -90,10 +75,8 @@ def loading_script(repo: Path, release: Release) -> bytes:
 def release_of(repo: Path, files: dict[str, dict], new_release: bool) -> Release:
     """The release to pin for the data ``files`` now on disk: the pinned one, or with
     ``new_release`` the changelog's new entry (:func:`release.release_to_pin`)."""
-    template = TEMPLATES / "README.md"
-    changelog = changelog_versions(template.read_text(encoding="utf-8"), template)
-    pinned = pinned_release(_published_block(repo)[1].group(2), repo / LOADING_SCRIPT)
-    return Release(release_to_pin(pinned, files, changelog, new_release, template), files)
+    versions, template = changelog_of()
+    return Release(release_to_pin(pinned_of(repo), files, versions, new_release, template), files)
 
 
 def front_matter(files: dict[str, dict]) -> str:
@@ -190,6 +173,8 @@ def benchmarks_text(path: Path) -> str:
 
 
 def _count(n: int) -> str:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"expected a whole number, got {n!r} ({type(n).__name__})")
     return f"{n:,}"
 
 
@@ -422,6 +407,9 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     except KeyError as err:
         raise CardError(f"the reports under {DATA_FOLDER}/ lack the entry {err}, so they predate this code; "
                         f"{REGENERATE}") from None
+    except TypeError as err:
+        raise CardError(f"the reports under {DATA_FOLDER}/ hold an entry of the wrong type ({err}), so this "
+                        f"code did not write them; {REGENERATE}") from None
     return dict(zip(outputs(repo), (
         loading_script(repo, release),
         (front_matter(release.files) + _template("README.md", values)).encode("utf-8"),

@@ -14,9 +14,12 @@ never meet re-pinned data without a version and a line saying what changed.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..layout import CONFIGURATIONS, LOADING_SCRIPT, ROOT
 
 FLAG = "--new-release"
 COMMAND = f"python -m sokoban_tools reproduce {FLAG}"
@@ -24,6 +27,13 @@ NOT_WITH_CHECK = f"{FLAG} pins a new release, --check changes nothing; give one 
 CHANGELOG_HEADING = "## Changelog"
 # An entry: "- **MAJOR.MINOR.PATCH** — what changed", newest first.
 ENTRY = re.compile(r"^- \*\*(\d+\.\d+\.\d+)\*\* \S", re.M)
+BLOCK = re.compile(
+    r"(# BEGIN PUBLISHED FILES \(written by `python -m sokoban_tools.card`; do not edit\)\n)"
+    r"(.*?)(# END PUBLISHED FILES\n)",
+    re.S,
+)
+CARD_TEMPLATE = Path(__file__).resolve().parent / "card_templates" / "README.md"  # holds the changelog
+DATA_FILES = tuple(dict.fromkeys(name for splits in CONFIGURATIONS.values() for name in splits.values()))
 
 
 class ReleaseError(ValueError):
@@ -36,6 +46,24 @@ class Release:
 
     version: str
     files: dict[str, dict]  # data file -> {"sha256", "rows", "bytes"}
+
+
+def is_sha256(value) -> bool:
+    """Whether ``value`` is a SHA-256 as the reports and pins write it: 64 lowercase hex digits."""
+    return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) is not None
+
+
+def _entry_problem(entry) -> str | None:
+    """What is wrong with a pinned file entry ({"sha256", "rows", "bytes"}), if anything."""
+    if not isinstance(entry, dict):
+        return f"is {type(entry).__name__}, not a dict"
+    if not is_sha256(entry.get("sha256")):
+        return f"sha256 must be 64 hex digits, got {entry.get('sha256')!r}"
+    for field in ("rows", "bytes"):
+        value = entry.get(field)
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{field} must be a whole number, got {value!r} ({type(value).__name__})"
+    return None
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -54,7 +82,17 @@ def pinned_release(block: str, script: Path) -> Release:
     missing = [name for name in ("RELEASE", "PUBLISHED_FILES") if name not in values]
     if missing:
         raise ReleaseError(f"{script}: the PUBLISHED FILES block lacks {', '.join(missing)}; restore it from git")
-    return Release(values["RELEASE"], values["PUBLISHED_FILES"])
+    version, files = values["RELEASE"], values["PUBLISHED_FILES"]
+    if not isinstance(version, str) or not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise ReleaseError(f"{script}: RELEASE must be a version string such as \"1.0.0\", got {version!r}; "
+                           f"restore it from git")
+    if not isinstance(files, dict):
+        raise ReleaseError(f"{script}: PUBLISHED_FILES must be a dict, got {type(files).__name__}; restore it from git")
+    for name, entry in files.items():
+        problem = _entry_problem(entry)
+        if problem:
+            raise ReleaseError(f"{script}: the pinned entry of {name} {problem}; restore it from git")
+    return Release(version, files)
 
 
 def changelog_versions(template: str, path: Path) -> list[str]:
@@ -118,3 +156,39 @@ def release_to_pin(pinned: Release, files: dict[str, dict], changelog: list[str]
             f"{newest}, the pinned release is {pinned.version}; add '- **<new version>** — what changed' "
             f"above it in the {CHANGELOG_HEADING} section (" + "; ".join(changes) + ")")
     return newest
+
+
+def published_block(repo: Path) -> tuple[str, re.Match]:
+    """The loading script's text and its PUBLISHED FILES block."""
+    text = (repo / LOADING_SCRIPT).read_text(encoding="utf-8")
+    block = BLOCK.search(text)
+    if not block:
+        raise ReleaseError(f"{repo / LOADING_SCRIPT}: the PUBLISHED FILES block is missing; restore it from git")
+    return text, block
+
+
+def pinned_of(repo: Path) -> Release:
+    """The release the loading script of the clone ``repo`` pins."""
+    return pinned_release(published_block(repo)[1].group(2), repo / LOADING_SCRIPT)
+
+
+def changelog_of() -> tuple[list[str], Path]:
+    """The card's changelog versions, newest first, and the template they are read from."""
+    return changelog_versions(CARD_TEMPLATE.read_text(encoding="utf-8"), CARD_TEMPLATE), CARD_TEMPLATE
+
+
+def check_rewrite(files: dict[Path, bytes], new_release: bool, repo: Path = ROOT) -> None:
+    """Before any of ``files`` is written: if some are the clone's published data files
+    and differ from the pinned release, :class:`ReleaseError` unless ``new_release``
+    and the changelog has its entry (the card pins it later, :func:`release_to_pin`).
+    So a changed generator is refused before the first data file is rewritten."""
+    written = {name: data for path, data in files.items() for name in DATA_FILES
+               if path.resolve() == (repo / name).resolve()}
+    if not written:
+        return
+    pinned = pinned_of(repo)
+    regenerated = {**pinned.files, **{name: {"sha256": hashlib.sha256(data).hexdigest(), "rows": data.count(b"\n"),
+                                             "bytes": len(data)} for name, data in written.items()}}
+    if _changes(pinned, regenerated):
+        versions, template = changelog_of()
+        release_to_pin(pinned, regenerated, versions, new_release, template)
