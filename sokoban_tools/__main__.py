@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import subprocess
 import sys
 import time
 
-from .artifacts import REPRODUCED_DIRECTORIES, LockError, clear_interrupted_writes, locked
+from .artifacts import REPRODUCED_DIRECTORIES, LockError, clear_interrupted_writes, interrupted_writes, locked
 from .layout import ROOT, SELECTOR, outside_clone
 from .publish.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 
@@ -69,7 +70,13 @@ def reproduce(check: bool, new_release: bool = False) -> int:
 
 def _steps(check: bool, new_release: bool) -> int:
     started = time.perf_counter()
-    if not check:  # every file is about to be rewritten, so an interrupted write's leftovers can go
+    if check:
+        problems = interrupted_writes(REPRODUCED_DIRECTORIES)
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        if problems:
+            return 1
+    else:  # every file is about to be rewritten, so an interrupted write's leftovers can go
         try:
             removed = clear_interrupted_writes(REPRODUCED_DIRECTORIES)
         except OSError as err:
@@ -77,7 +84,7 @@ def _steps(check: bool, new_release: bool) -> int:
                   f"its journal or temporaries; move it away", file=sys.stderr)
             return 1
         for leftover in removed:
-            print(f"removed {leftover.relative_to(REPO)}, left by an interrupted write")
+            print(f"removed {os.path.relpath(leftover, REPO)}, left by an interrupted write")
     for name, command in STEPS:
         print(f"== {name}", flush=True)
         options = ["--check"] if check else [NEW_RELEASE] if new_release and name in RELEASE_STEPS else []

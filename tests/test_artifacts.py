@@ -67,16 +67,21 @@ def test_a_kill_between_renames_is_reported_by_check_and_by_the_next_write(data_
     assert (data_dir / SELECTION_FILE).read_bytes() == STALE  # a mixed set on disk
     assert JOURNAL in leftovers(data_dir)
 
-    for args in (["--check"], []):  # every check and the next write refuse, naming the fix
+    # Every check and the next write refuse, with advice for this folder: reproduce
+    # rewrites only the clone's own, so here it is to remove the journal and run again.
+    left = [data_dir / name for name in leftovers(data_dir)]
+    for args in (["--check"], []):
         refused = run_selector(data_dir, *args)
         assert refused.returncode == 1, args
         assert f"{data_dir / JOURNAL}: `python select_evaluation_256.py` was interrupted" in refused.stderr
-        assert "mixed set" in refused.stderr and f"run `{REPRODUCE}`" in refused.stderr
-        assert "Traceback" not in refused.stderr
+        assert "mixed set" in refused.stderr and "Traceback" not in refused.stderr
+        advice = refused.stderr.split("; remove ")[1]
+        assert advice.startswith(f"{data_dir / JOURNAL} ") and all(str(path) in advice for path in left)
+        assert f" and run `python select_evaluation_256.py` again on {data_dir} " in advice
     assert (data_dir / SELECTION_FILE).read_bytes() == STALE
 
-    left = leftovers(data_dir)
-    assert sorted(p.name for p in clear_interrupted_writes([data_dir])) == left
+    for leftover in left:  # as the advice says
+        leftover.unlink()
     assert run_selector(data_dir).returncode == 0
     for name in OUTPUTS:
         assert (data_dir / name).read_bytes() == (DATA_DIR / name).read_bytes(), name
@@ -124,8 +129,16 @@ def test_leftover_temporaries_alone_are_reported_too(tmp_path, capsys):
     (tmp_path / ".a.jsonl.x1y2.tmp").write_bytes(b"half")
     assert not publish({tmp_path / "a.jsonl": b"new\n"}, check=False, command="make a")
     err = capsys.readouterr().err
-    assert ".a.jsonl.x1y2.tmp" in err and f"run `{REPRODUCE}`" in err
+    assert ".a.jsonl.x1y2.tmp" in err and f"remove {tmp_path / '.a.jsonl.x1y2.tmp'} and run" in err
     assert not (tmp_path / "a.jsonl").exists()
+
+
+def test_in_the_clones_own_folders_the_advice_is_reproduce_which_clears_the_leftovers(tmp_path, monkeypatch):
+    monkeypatch.setattr(artifacts, "REPRODUCED_DIRECTORIES", (tmp_path.resolve(),))
+    (tmp_path / JOURNAL).write_text('{"command": "make ab", "files": []}')
+    (message,) = artifacts.interrupted_writes([tmp_path])
+    assert message.endswith(f"run `{REPRODUCE}` to regenerate every file")
+    assert clear_interrupted_writes([tmp_path]) == [tmp_path / JOURNAL] and leftovers(tmp_path) == []
 
 
 def test_git_ignores_temporaries_and_journals_and_tracks_none():
@@ -199,3 +212,163 @@ def test_a_read_only_data_dir_is_refused_by_pools_before_generating(read_only_di
     assert done.stderr.startswith(f"error: {read_only_dir}: cannot be written (")
     assert "chmod u+w" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr and "boards from" not in done.stdout  # nothing generated
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_check_against_an_output_that_is_no_regular_file_is_refused_in_one_line(tmp_path, capsys, no_generating,
+                                                                                    command, kind):
+    # e.g. `summary --check` with summary.json a directory: no traceback, no hang on a FIFO
+    main, output = COMMANDS[command]
+    os.mkfifo(tmp_path / output) if kind == "fifo" else (tmp_path / output).mkdir()
+    assert main(["--check", "--data-dir", str(tmp_path)]) == 1
+    err = one_line_error(capsys)
+    expected = "is a directory" if kind == "directory" else "is a special file (a FIFO or a device)"
+    assert err.startswith(f"error: {tmp_path / output}: {expected}") and "move it away" in err
+
+
+def test_a_journal_or_temporary_that_is_a_directory_is_reported_in_one_line(tmp_path, capsys):
+    (tmp_path / JOURNAL).mkdir()
+    assert not publish({tmp_path / "a.json": b"new\n"}, check=True, command="make a")
+    assert one_line_error(capsys).startswith(f"error: {tmp_path / JOURNAL}: is a directory")
+    (tmp_path / JOURNAL).rmdir()
+    (tmp_path / ".a.json.x1.tmp").mkdir()
+    with pytest.raises(IsADirectoryError, match=".a.json.x1.tmp"):  # reproduce reports it in one line
+        clear_interrupted_writes([tmp_path])
+    assert (tmp_path / ".a.json.x1.tmp").is_dir()
+
+
+# --- One run at a time per folder ------------------------------------------------------------
+
+HOLD = """
+import subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+from sokoban_tools.artifacts import locked
+with locked([sys.argv[2]], shared=sys.argv[3] == "shared"):
+    print("held", flush=True)
+    if sys.argv[4:]:  # a step the holder runs as its child
+        sys.exit(subprocess.run(sys.argv[4:]).returncode)
+    time.sleep(300)
+"""
+
+
+@pytest.fixture
+def holder():
+    """Start a process that holds a folder's lock (until the test ends), as a run would."""
+    started = []
+
+    def hold(directory: Path, shared: bool = False, *child: str) -> subprocess.Popen:
+        process = subprocess.Popen([sys.executable, "-c", HOLD, str(REPO), str(directory),
+                                    "shared" if shared else "exclusive", *child], stdout=subprocess.PIPE, text=True)
+        started.append(process)
+        assert process.stdout.readline() == "held\n"
+        return process
+
+    yield hold
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def lock_refusal(err: str, directory: Path, pid: int) -> None:
+    assert err == (f"error: another run holds {directory.resolve() / artifacts.LOCK} (pid {pid}); "
+                   f"let it finish, then run this command again\n"), err
+
+
+@pytest.mark.parametrize("check", [False, True])
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_second_run_on_a_folder_is_refused_naming_the_lock_and_its_holder_and_touches_nothing(
+        data_dir, capsys, holder, no_generating, command, check):
+    (data_dir / JOURNAL).write_text('{"command": "the first run", "files": []}')  # its live journal
+    before = {p.name: p.read_bytes() for p in data_dir.iterdir() if p.name != artifacts.LOCK}
+    first = holder(data_dir)
+    main, _ = COMMANDS[command]
+    assert main(["--data-dir", str(data_dir), *(["--check"] if check else [])]) == 1
+    lock_refusal(capsys.readouterr().err, data_dir, first.pid)  # not "an interrupted write left ..."
+    assert {p.name: p.read_bytes() for p in data_dir.iterdir() if p.name != artifacts.LOCK} == before
+
+
+def test_the_example_and_a_direct_publish_take_the_lock_too(tmp_path, capsys, holder):
+    from sokoban_tools.evaluation import example_policies
+
+    first = holder(tmp_path)
+    assert example_policies.main(["--out", str(tmp_path), "--runs", "1", "--updates", "0"]) == 1
+    lock_refusal(capsys.readouterr().err, tmp_path, first.pid)
+    assert not publish({tmp_path / "a.json": b"new\n"}, check=False, command="make a")
+    lock_refusal(capsys.readouterr().err, tmp_path, first.pid)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [artifacts.LOCK]
+
+
+def test_checks_share_the_lock_with_each_other_but_not_with_a_write(data_dir, holder):
+    checking = holder(data_dir, True)
+    check = run_selector(data_dir, "--check")  # runs: the stale outputs differ
+    assert check.returncode == 1 and "differs from what the generator produces" in check.stderr
+    assert "another run holds" not in check.stderr
+    write = run_selector(data_dir)
+    assert write.returncode == 1
+    assert write.stderr.startswith(f"error: another run holds {data_dir.resolve() / artifacts.LOCK}")
+    assert (data_dir / VALIDATION_FILE).read_bytes() == STALE
+
+
+def test_the_lock_dies_with_its_holder_even_by_kill_9(data_dir, holder):
+    first = holder(data_dir)
+    first.kill()
+    first.wait()
+    assert run_selector(data_dir).returncode == 0
+    assert (data_dir / VALIDATION_FILE).read_bytes() == (DATA_DIR / VALIDATION_FILE).read_bytes()
+
+
+def test_a_step_runs_under_the_lock_of_the_run_that_started_it(data_dir, holder):
+    # reproduce runs the selector as its child process while it holds the folder's lock
+    parent = holder(data_dir, False, sys.executable, str(REPO / "select_evaluation_256.py"),
+                    "--data-dir", str(data_dir))
+    assert parent.wait(timeout=300) == 0
+    assert (data_dir / VALIDATION_FILE).read_bytes() == (DATA_DIR / VALIDATION_FILE).read_bytes()
+
+
+def test_two_selectors_started_at_once_never_see_each_others_journal(data_dir):
+    for _ in range(3):
+        runs = [subprocess.Popen([sys.executable, str(REPO / "select_evaluation_256.py"), "--data-dir",
+                                  str(data_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(2)]
+        results = [(run.wait(timeout=300), run.stderr.read()) for run in runs]
+        for code, err in results:
+            assert code == 0 or err.startswith("error: another run holds"), err
+            assert "interrupted" not in err
+        assert any(code == 0 for code, _ in results)
+        assert leftovers(data_dir) == []
+    for name in OUTPUTS:
+        assert (data_dir / name).read_bytes() == (DATA_DIR / name).read_bytes()
+
+
+def test_a_lock_path_that_is_a_directory_is_refused_in_one_line(data_dir, capsys):
+    (data_dir / artifacts.LOCK).mkdir()
+    assert selector.main(["--data-dir", str(data_dir)]) == 1
+    assert one_line_error(capsys).startswith(f"error: {data_dir.resolve() / artifacts.LOCK}: is a directory")
+
+
+def test_reproduce_is_refused_while_another_run_holds_a_folder_and_leaves_its_journal(tmp_path, monkeypatch,
+                                                                                      capsys, holder):
+    from sokoban_tools import __main__ as reproduce_command
+
+    monkeypatch.setattr(reproduce_command, "REPRODUCED_DIRECTORIES", (tmp_path.resolve(),))
+    monkeypatch.setattr(reproduce_command, "run_step", lambda *args: pytest.fail("a step ran"))
+    (tmp_path / JOURNAL).write_text('{"command": "the first run", "files": []}')
+    first = holder(tmp_path)
+    for check in (False, True):
+        assert reproduce_command.reproduce(check) == 1
+        lock_refusal(capsys.readouterr().err, tmp_path, first.pid)
+    assert (tmp_path / JOURNAL).exists()  # the other run's live journal is not "cleared"
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_reproduce_with_a_journal_that_is_a_directory_says_so_in_one_line(tmp_path, monkeypatch, capsys, check):
+    from sokoban_tools import __main__ as reproduce_command
+
+    monkeypatch.setattr(reproduce_command, "REPRODUCED_DIRECTORIES", (tmp_path.resolve(),))
+    monkeypatch.setattr(reproduce_command, "run_step", lambda *args: pytest.fail("a step ran"))
+    (tmp_path / JOURNAL).mkdir()
+    assert reproduce_command.reproduce(check) == 1
+    err = one_line_error(capsys)
+    assert err.startswith(f"error: {tmp_path.resolve() / JOURNAL}: ") and "is a directory" in err.lower()
+    assert "move it away" in err

@@ -16,6 +16,7 @@ from sokoban_tools.publish.release import (BLOCK, Release, ReleaseError, changel
                                            release_to_pin)
 
 TRAIN = "fairness/train.jsonl"
+VALIDATION = "fairness/evaluation.jsonl"
 TEMPLATE = "sokoban_tools/publish/card_templates/README.md"
 NEW_ENTRY = "- **1.1.0** — the training pool loses its last board.\n"
 
@@ -87,6 +88,88 @@ def test_card__a_changelog_entry_without_new_data_is_refused(clone):
     done = run_card(clone)
     assert done.returncode == 1
     assert "newest changelog entry is 1.1.0, but the loading script pins release 1.0.0" in done.stderr
+
+
+@pytest.fixture
+def repinned(tmp_path):
+    """A clone whose data files are intact, but whose loading script pins other digests
+    for training and validation: what a changed generator meets when it regenerates."""
+    root = tmp_path / "repinned"
+    for name in ("sokoban_tools", "fairness", "examples", "images"):
+        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "sokoban_fairness.py", "README.md", "BENCHMARKS.md", "select_evaluation_256.py"):
+        shutil.copyfile(REPO / name, root / name)
+    script = root / "sokoban_fairness.py"
+    text = script.read_text(encoding="utf-8")
+    for name, digit in ((TRAIN, "e"), (VALIDATION, "f")):
+        text = text.replace(sokoban_fairness.PUBLISHED_FILES[name]["sha256"], digit * 64)
+    script.write_text(text, encoding="utf-8")
+    return root
+
+
+def snapshot(root):
+    """Every file of the clone with its inode and modification time: a rewrite by rename changes both."""
+    return {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in sorted(root.rglob("*"))
+            if path.is_file() and "__pycache__" not in path.parts and path.name != ".publish-lock"}
+
+
+@pytest.mark.parametrize("command, name", [
+    (["-m", "sokoban_tools.pools"], TRAIN),
+    (["select_evaluation_256.py"], VALIDATION),
+])
+def test_a_data_file_that_differs_from_its_pin_is_refused_before_anything_is_written(repinned, command, name):
+    before = snapshot(repinned)
+    done = subprocess.run([sys.executable, *command], cwd=repinned, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    message = done.stderr.strip()
+    assert len(message.splitlines()) == 1 and message.startswith("error: ") and "Traceback" not in message
+    pinned = "e" * 64 if name == TRAIN else "f" * 64
+    for part in (f"{name} changed: SHA-256 {pinned} in release", sokoban_fairness.PUBLISHED_FILES[name]["sha256"],
+                 "python -m sokoban_tools reproduce --new-release", "## Changelog"):
+        assert part in message, part
+    assert snapshot(repinned) == before
+
+
+def test_reproduce_with_a_changed_generator_rewrites_no_file(repinned):
+    before = snapshot(repinned)
+    done = subprocess.run([sys.executable, "-m", "sokoban_tools", "reproduce"], cwd=repinned, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"error: {TRAIN} changed" in done.stderr and "reproduce: the pools step failed" in done.stderr
+    assert snapshot(repinned) == before  # fairness/train.jsonl included: the clone still loads its data
+
+
+def test_pools_with_new_release_needs_the_changelog_entry_before_writing(repinned):
+    before = snapshot(repinned)
+    pools = [sys.executable, "-m", "sokoban_tools.pools", "--new-release"]
+    refused = subprocess.run(pools, cwd=repinned, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 1 and "has no changelog entry for the new release" in refused.stderr
+    assert snapshot(repinned) == before
+    (repinned / TEMPLATE).write_text(changelog_with(NEW_ENTRY), encoding="utf-8")
+    assert subprocess.run(pools, cwd=repinned, capture_output=True, timeout=300).returncode == 0
+    assert (repinned / TRAIN).stat().st_ino != before[repinned / TRAIN][0]  # written, with the same bytes
+    assert (repinned / TRAIN).read_bytes() == (REPO / TRAIN).read_bytes()
+
+
+@pytest.mark.parametrize("command", [["-m", "sokoban_tools.pools"], ["select_evaluation_256.py"]])
+def test_data_file_writers_refuse_new_release_with_check(command):
+    done = subprocess.run([sys.executable, *command, "--check", "--new-release"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "not allowed with argument --check" in done.stderr
+
+
+@pytest.mark.parametrize("entry, problem", [
+    ('{"sha256": "%s", "rows": "1000", "bytes": 10}' % ("0" * 64), "rows must be a whole number, got '1000' (str)"),
+    ('{"sha256": "%s", "rows": 1000, "bytes": 1.5}' % ("0" * 64), "bytes must be a whole number, got 1.5"),
+    ('{"sha256": "00", "rows": 1000, "bytes": 10}', "sha256 must be 64 hex digits, got '00'"),
+    ('["sha256"]', "is list, not a dict"),
+])
+def test_pinned_release__refuses_an_entry_of_the_wrong_type(tmp_path, entry, problem):
+    block = f'RELEASE = "1.0.0"\nPUBLISHED_FILES = {{"a.jsonl": {entry}}}\n'
+    with pytest.raises(ReleaseError, match=re.escape(f"the pinned entry of a.jsonl {problem}")):
+        pinned_release(block, tmp_path / "sokoban_fairness.py")
+    with pytest.raises(ReleaseError, match="RELEASE must be a version string"):
+        pinned_release("RELEASE = 1.0\nPUBLISHED_FILES = {}\n", tmp_path / "sokoban_fairness.py")
 
 
 def test_reproduce__refuses_new_release_with_check(capsys):

@@ -177,6 +177,27 @@ def test_selection__a_pool_that_differs_from_the_audit_is_refused(tmp_path, caps
     assert not (tmp_path / OUTPUT).exists() and not (tmp_path / SELECTION).exists()
 
 
+@pytest.mark.parametrize("field, value, wanted", [
+    ("rows", "1000", "a whole number, got '1000' (str)"),  # not "has 1000 rows, the audit records 1000"
+    ("rows", 1000.0, "a whole number, got 1000.0 (float)"),
+    ("rows", True, "a whole number, got True (bool)"),
+    ("rows", None, "a whole number, got None (NoneType)"),
+    ("sha256", 123, "a string of 64 hex digits, got 123 (int)"),
+    ("sha256", "ABC", "a string of 64 hex digits, got 'ABC' (str)"),
+    ("sha256", ["0" * 64], "a string of 64 hex digits"),
+])
+def test_selection__an_audit_field_of_the_wrong_type_is_refused_as_such(tmp_path, capsys, field, value, wanted):
+    copy_inputs(tmp_path)
+    audit = json.loads((tmp_path / AUDIT).read_text())
+    audit["pools"]["source_pool"][field] = value
+    (tmp_path / AUDIT).write_text(json.dumps(audit))
+    assert selector.main(["--data-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / AUDIT}: pools.source_pool.{field} must be {wanted}"), err
+    assert "regenerate it with `python -m sokoban_tools.pools`" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / OUTPUT).exists() and not (tmp_path / SELECTION).exists()
+
+
 def replace_pool_line(tmp_path, line_no, new_line):
     """Replace one pool line and record the new file in the copied audit, so only the
     row itself is wrong."""
