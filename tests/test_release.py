@@ -11,7 +11,7 @@ import pytest
 import sokoban_fairness
 from conftest import REPO
 from sokoban_tools import __main__ as reproduce_command
-from sokoban_tools.publish import card
+from sokoban_tools.publish import card, release
 from sokoban_tools.publish.release import (BLOCK, Release, ReleaseError, changelog_versions, pinned_release,
                                            release_to_pin)
 
@@ -113,20 +113,22 @@ def snapshot(root):
             if path.is_file() and "__pycache__" not in path.parts and path.name != ".publish-lock"}
 
 
-@pytest.mark.parametrize("command, name", [
-    (["-m", "sokoban_tools.pools"], TRAIN),
-    (["select_evaluation_256.py"], VALIDATION),
-])
-def test_a_data_file_that_differs_from_its_pin_is_refused_before_anything_is_written(repinned, command, name):
-    before = snapshot(repinned)
-    done = subprocess.run([sys.executable, *command], cwd=repinned, capture_output=True, text=True, timeout=300)
+def refused_before_writing(done, name: str, pinned: str) -> None:
+    """``done`` refused the data file ``name``, pinned as ``pinned``, in one line naming both digests and the fix."""
     assert done.returncode == 1, done.stdout + done.stderr
-    message = done.stderr.strip()
-    assert len(message.splitlines()) == 1 and message.startswith("error: ") and "Traceback" not in message
-    pinned = "e" * 64 if name == TRAIN else "f" * 64
+    (message,) = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert "Traceback" not in done.stderr
     for part in (f"{name} changed: SHA-256 {pinned} in release", sokoban_fairness.PUBLISHED_FILES[name]["sha256"],
                  "python -m sokoban_tools reproduce --new-release", "## Changelog"):
         assert part in message, part
+
+
+def test_the_selector_refuses_a_validation_file_that_differs_from_its_pin_before_writing(repinned):
+    before = snapshot(repinned)
+    done = subprocess.run([sys.executable, "select_evaluation_256.py"], cwd=repinned, capture_output=True,
+                          text=True, timeout=300)
+    refused_before_writing(done, VALIDATION, "f" * 64)
+    assert len(done.stderr.splitlines()) == 1
     assert snapshot(repinned) == before
 
 
@@ -134,21 +136,22 @@ def test_reproduce_with_a_changed_generator_rewrites_no_file(repinned):
     before = snapshot(repinned)
     done = subprocess.run([sys.executable, "-m", "sokoban_tools", "reproduce"], cwd=repinned, capture_output=True,
                           text=True, timeout=600)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert f"error: {TRAIN} changed" in done.stderr and "reproduce: the pools step failed" in done.stderr
+    refused_before_writing(done, TRAIN, "e" * 64)  # by its first step, pools
+    assert "reproduce: the pools step failed" in done.stderr
     assert snapshot(repinned) == before  # fairness/train.jsonl included: the clone still loads its data
 
 
-def test_pools_with_new_release_needs_the_changelog_entry_before_writing(repinned):
-    before = snapshot(repinned)
-    pools = [sys.executable, "-m", "sokoban_tools.pools", "--new-release"]
-    refused = subprocess.run(pools, cwd=repinned, capture_output=True, text=True, timeout=300)
-    assert refused.returncode == 1 and "has no changelog entry for the new release" in refused.stderr
-    assert snapshot(repinned) == before
-    (repinned / TEMPLATE).write_text(changelog_with(NEW_ENTRY), encoding="utf-8")
-    assert subprocess.run(pools, cwd=repinned, capture_output=True, timeout=300).returncode == 0
-    assert (repinned / TRAIN).stat().st_ino != before[repinned / TRAIN][0]  # written, with the same bytes
-    assert (repinned / TRAIN).read_bytes() == (REPO / TRAIN).read_bytes()
+def test_a_declared_new_release_may_rewrite_data_files_only_with_its_changelog_entry(repinned, monkeypatch):
+    template = repinned / TEMPLATE
+    monkeypatch.setattr(release, "CARD_TEMPLATE", template)
+    regenerated = {repinned / TRAIN: (REPO / TRAIN).read_bytes()}  # what pools writes, unlike its pin
+    with pytest.raises(ReleaseError, match="has no changelog entry for the new release"):
+        release.check_rewrite(regenerated, new_release=True, repo=repinned)
+    template.write_text(changelog_with(NEW_ENTRY), encoding="utf-8")
+    release.check_rewrite(regenerated, new_release=True, repo=repinned)
+    with pytest.raises(ReleaseError, match=re.escape(f"{TRAIN} changed")):
+        release.check_rewrite(regenerated, new_release=False, repo=repinned)
+    release.check_rewrite({repinned / "fairness/summary.json": b"{}"}, new_release=False, repo=repinned)  # no data
 
 
 @pytest.mark.parametrize("command", [["-m", "sokoban_tools.pools"], ["select_evaluation_256.py"]])
