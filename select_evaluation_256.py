@@ -39,10 +39,11 @@ from sokoban_tools.artifacts import command_line, json_document, run_command, sh
 from sokoban_tools.layout import (DATA_DIR, GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE,
                                   SOURCE_POOL_NAME, VALIDATION_FILE, published)
 from sokoban_tools.protocol import VALIDATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
-from sokoban_tools.data.records import REGENERATE_HINT, BoardRow, parse_rows
+from sokoban_tools.data.records import REGENERATE_HINT, BoardRow, parse_rows, read_regular_file
 from sokoban_tools.publish.release import is_sha256
 
 COMMAND = "python select_evaluation_256.py"
+POOLS_HINT = "regenerate it with `python -m sokoban_tools.pools`"
 
 RULE = [
     f"Read the source pool fairness/{SOURCE_POOL_FILE} and refuse it unless its SHA-256 and row count "
@@ -162,28 +163,24 @@ def length_range(rows: list[BoardRow]) -> dict[str, int] | None:
 def read_pool(data_dir: Path) -> tuple[bytes, list[BoardRow]]:
     """The pool file's bytes and rows, refused unless it is the file the audit describes."""
     pool_path, audit_path = data_dir / SOURCE_POOL_FILE, data_dir / GENERATION_AUDIT_FILE
+    audit_data = read_regular_file(audit_path, POOLS_HINT)
     try:
-        audit = json.loads(audit_path.read_bytes())
+        audit = json.loads(audit_data)
         recorded = audit["pools"][SOURCE_POOL_NAME]
         recorded_sha, recorded_rows = recorded["sha256"], recorded["rows"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError) as err:
         raise SelectionError(
             f"{audit_path}: cannot read pools.{SOURCE_POOL_NAME}.sha256 and .rows of the generation "
-            f"audit ({type(err).__name__}: {err}); regenerate it with `python -m sokoban_tools.pools`"
+            f"audit ({type(err).__name__}: {err}); {POOLS_HINT}"
         ) from None
     for field, value, wanted in (("sha256", recorded_sha, "a string of 64 hex digits"),
                                  ("rows", recorded_rows, "a whole number")):
         if not (is_sha256(value) if field == "sha256" else isinstance(value, int) and not isinstance(value, bool)):
             raise SelectionError(
                 f"{audit_path}: pools.{SOURCE_POOL_NAME}.{field} must be {wanted}, got {value!r} "
-                f"({type(value).__name__}); the audit was not written by the pools command: regenerate it "
-                f"with `python -m sokoban_tools.pools`"
+                f"({type(value).__name__}); the pools command did not write this audit: {POOLS_HINT}"
             )
-    try:
-        data = pool_path.read_bytes()
-    except OSError as err:
-        raise SelectionError(f"{pool_path}: cannot be read ({err.strerror}); "
-                             f"regenerate it with `python -m sokoban_tools.pools`") from None
+    data = read_regular_file(pool_path, POOLS_HINT)
     actual = sha256_bytes(data)
     if actual != recorded_sha:
         raise SelectionError(

@@ -20,6 +20,7 @@ import select_evaluation_256 as selector
 from conftest import DATA_DIR, REPO
 from sokoban_tools import artifacts
 from sokoban_tools.data import pools
+from sokoban_tools.evaluation import baselines
 from sokoban_tools.verification import summary, verify
 from sokoban_tools.artifacts import JOURNAL, REPRODUCE, clear_interrupted_writes, publish
 from sokoban_tools.layout import (GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE,
@@ -372,3 +373,37 @@ def test_reproduce_with_a_journal_that_is_a_directory_says_so_in_one_line(tmp_pa
     err = one_line_error(capsys)
     assert err.startswith(f"error: {tmp_path.resolve() / JOURNAL}: ") and "is a directory" in err.lower()
     assert "move it away" in err
+
+
+# --- Inputs that are no regular file, found before any work ----------------------------------
+
+READERS = {  # a command and an input it reads from --data-dir
+    "summary": (summary.main, TRAIN_FILE),
+    "verify": (verify.main, TRAIN_FILE),
+    "baselines": (baselines.main, TRAIN_FILE),
+    "selector pool": (selector.main, SOURCE_POOL_FILE),
+    "selector audit": (selector.main, GENERATION_AUDIT_FILE),
+}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "/dev/zero"])
+@pytest.mark.parametrize("reader", READERS)
+def test_an_input_that_is_no_regular_file_is_refused_in_one_line_without_hanging(tmp_path, capsys, reader, kind):
+    main, name = READERS[reader]
+    for file in (TRAIN_FILE, VALIDATION_FILE, SOURCE_POOL_FILE, GENERATION_AUDIT_FILE):
+        shutil.copyfile(DATA_DIR / file, tmp_path / file)
+    target = tmp_path / name
+    target.unlink()
+    if kind == "fifo":
+        os.mkfifo(target)  # reading it would block for ever
+    elif kind == "directory":
+        target.mkdir()
+    else:
+        target.symlink_to("/dev/zero")  # reading it would fill the memory
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["--data-dir", str(tmp_path), "--workers", "1"] if reader in ("verify", "baselines")
+                else ["--data-dir", str(tmp_path)]) == 1
+    err = one_line_error(capsys)
+    expected = "a directory" if kind == "directory" else "a FIFO, device or socket"
+    assert err.startswith(f"error: {target}: is {expected}"), err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != artifacts.LOCK) == before  # nothing written

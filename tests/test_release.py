@@ -1,6 +1,8 @@
 """Published data is frozen: a changed data file needs --new-release and a changelog entry."""
 
 import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -173,6 +175,40 @@ def test_pinned_release__refuses_an_entry_of_the_wrong_type(tmp_path, entry, pro
         pinned_release(block, tmp_path / "sokoban_fairness.py")
     with pytest.raises(ReleaseError, match="RELEASE must be a version string"):
         pinned_release("RELEASE = 1.0\nPUBLISHED_FILES = {}\n", tmp_path / "sokoban_fairness.py")
+
+
+@pytest.fixture
+def intact(tmp_path):
+    """A copy of what the card reads, unchanged."""
+    root = tmp_path / "intact"
+    for name in ("fairness", "examples"):
+        shutil.copytree(REPO / name, root / name)
+    for name in ("pyproject.toml", "sokoban_fairness.py", "BENCHMARKS.md"):
+        shutil.copyfile(REPO / name, root / name)
+    return root
+
+
+@pytest.mark.parametrize("damage, problem", [
+    ("rows as text", "hold an entry of the wrong type (expected a whole number, got '5000' (str))"),
+    ("a list", "hold an entry of the wrong type"),
+    ("fifo", "is a FIFO, device or socket"),
+    ("directory", "is a directory"),
+])
+def test_card__a_report_of_the_wrong_type_or_no_regular_file_is_refused(intact, damage, problem):
+    report = intact / "fairness" / "summary.json"
+    document = json.loads(report.read_text())
+    report.unlink()
+    if damage == "rows as text":
+        document["splits"]["train"]["rows"] = "5000"
+        report.write_text(json.dumps(document))
+    elif damage == "a list":
+        report.write_text(json.dumps([document]))
+    elif damage == "fifo":
+        os.mkfifo(report)
+    else:
+        report.mkdir()
+    with pytest.raises(card.CardError, match=re.escape(problem)):
+        card.build(intact)
 
 
 def test_reproduce__refuses_new_release_with_check(capsys):

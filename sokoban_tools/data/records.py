@@ -12,6 +12,8 @@ says how to fix it, so a damaged file never reaches a trainer or a report silent
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -30,6 +32,8 @@ ROW_KEYS = (
 ROOM_SHAPE = (6, 6)  # (rows, columns) of every stored board
 SEED_RANGE = (-(2**63), 2**63 - 1)  # int64, the seed column's type
 REGENERATE_HINT = "regenerate it with the reproduction commands in fairness/README.md"
+# Far above any file the commands read (train.jsonl is 1.7 MB): bounds a read of the wrong file.
+MAX_FILE_BYTES = 64 << 20
 
 
 class DataError(ValueError):
@@ -171,13 +175,30 @@ def read_rows(path: Path | str) -> list[BoardRow]:
     return read_board_file(path)[1]
 
 
+def read_regular_file(path: Path | str, fix: str = REGENERATE_HINT) -> bytes:
+    """The bytes of ``path``, which must resolve to a regular file of at most
+    :data:`MAX_FILE_BYTES`; checked before a byte is read, so a FIFO, a device or
+    a folder in its place is a :class:`DataError` naming it (ending with ``fix``),
+    never a hang, a traceback or a full memory."""
+    try:  # non-blocking, so that opening a FIFO returns at once; fstat then says what it is
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror}); {fix}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, device or socket"
+        raise DataError(f"{path}: is {kind} (it resolves to {os.path.realpath(path)}), not a regular file; {fix}")
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise DataError(f"{path}: has more than {MAX_FILE_BYTES:,} bytes, far more than any file of the dataset; {fix}")
+    return data
+
+
 def read_board_file(path: Path | str) -> tuple[bytes, list[BoardRow]]:
     """A board file's bytes (for its checksum) and its checked rows, from one read."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise DataError(f"{path}: cannot be read ({err.strerror}); {REGENERATE_HINT}") from None
+    data = read_regular_file(path)
     return data, parse_rows(data, path)
 
 

@@ -254,9 +254,9 @@ def document_bytes(document: dict) -> bytes:
 def build(data_dir: Path = DATA_DIR, workers: int = 1) -> dict[Path, bytes]:
     """The baselines of the validation and training boards in ``data_dir``, with
     ``workers`` processes (1: this process alone; the file does not depend on it)."""
-    with worker_processes(workers) as executor:
-        splits = {"validation": split_baselines(read_rows(data_dir / VALIDATION_FILE), executor),
-                  "train": split_baselines(read_rows(data_dir / TRAIN_FILE), executor)}
+    boards = {"validation": read_rows(data_dir / VALIDATION_FILE), "train": read_rows(data_dir / TRAIN_FILE)}
+    with worker_processes(workers) as executor:  # both files read and checked before the work
+        splits = {split: split_baselines(rows, executor) for split, rows in boards.items()}
     document = {
         "description": (
             "Exact baselines of every board. moves_1_4: a policy choosing uniformly among the moves "

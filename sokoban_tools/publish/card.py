@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from ..artifacts import command_line, run_command, sha256_bytes
-from ..data.records import BoardRow, read_board_file, read_rows
+from ..data.records import BoardRow, DataError, read_board_file, read_regular_file, read_rows
 from ..evaluation import compare
 from ..evaluation.baselines import HORIZON, POLICIES
 from ..evaluation.example_policies import log_path
@@ -146,9 +146,11 @@ def fill(template: str, values: dict[str, object], source: str = "card template"
 
 def _read_text(path: Path, fix: str = REGENERATE) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise CardError(f"{path}: cannot be read ({err.strerror}); {fix}") from None
+        return read_regular_file(path, fix).decode("utf-8")
+    except DataError as err:
+        raise CardError(str(err)) from None
+    except UnicodeDecodeError as err:
+        raise CardError(f"{path}: is not UTF-8 text ({err.reason} at byte {err.start}); {fix}") from None
 
 
 def _read_json(repo: Path, name: str) -> dict:
