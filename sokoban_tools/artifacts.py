@@ -156,7 +156,8 @@ def _repair(directory: Path, leftovers: list[Path], command: str | None) -> str:
     if is_clone(ROOT) and directory.resolve() in REPRODUCED_DIRECTORIES:
         return f"run `{REPRODUCE}` to regenerate every file"
     again = f"`{command}` again on {directory}" if command else f"the command that writes {directory} again"
-    return f"remove {' '.join(str(path) for path in leftovers)} and run {again} (`{REPRODUCE}` writes only the clone's files)"
+    return (f"remove {' '.join(str(path) for path in leftovers)} and run {again} "
+            f"(`{REPRODUCE}` writes only the clone's files)")
 
 
 def interrupted_writes(directories) -> list[str]:
@@ -213,9 +214,9 @@ _held: dict[Path, list[int]] = {}  # folder -> [lock file descriptor, nested hol
 def _acquire(directory: Path, shared: bool) -> bool:
     """Take (or, held here already, enter again) ``directory``'s lock; whether the
     caller must release it. False when the parent process holds it and runs this
-    one as its step, or when no lock file can be made there (no such folder, or
-    not writable: :func:`ready` refuses a write there). :class:`LockError` when another
-    run holds it."""
+    one as its step, or when no lock file can be made there (no such folder yet, or
+    not writable: :func:`ready` refuses a write there). :class:`LockError` when
+    another run holds it."""
     if directory in _held:
         _held[directory][1] += 1
         return True
@@ -234,7 +235,7 @@ def _acquire(directory: Path, shared: bool) -> bool:
         if holder == str(os.getppid()):
             return False
         raise LockError(f"another run holds {path} (pid {holder or 'unknown'}); let it finish, "
-                   f"then run this command again") from None
+                        f"then run this command again") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     _held[directory] = [fd, 1]
@@ -277,8 +278,9 @@ def not_a_file(path: Path) -> str | None:
 
 def unwritable(path: Path) -> str | None:
     """Why ``path`` cannot be written as a file, with the fix; ``None`` if it can."""
-    if not_a_file(path):
-        return not_a_file(path)
+    problem = not_a_file(path)
+    if problem:
+        return problem
     existing = path.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -362,8 +364,8 @@ def command_line(prog: str, description: str, data_dir: Path | None = None,
                             help="processes to use (default: one per CPU); the output does not depend on it")
     if data_files:
         modes.add_argument(FLAG, action="store_true",
-                            help="let published data files differ from the pinned release, as the new release "
-                                 "the card's Changelog names (the card step then pins it)")
+                           help="let published data files differ from the pinned release, as the new release "
+                                "the card's Changelog names (the card step then pins it)")
     return parser
 
 
