@@ -169,8 +169,9 @@ def interrupted_writes(directories) -> list[str]:
             continue
         journal = directory / JOURNAL
         temps = sorted(directory.glob(TEMP_PATTERN))
-        if journal.is_dir():
-            messages.append(f"{journal}: is a directory, but a write keeps its journal there; move it away")
+        if journal.exists() and not journal.is_file():  # a FIFO would hang the read below
+            kind = "a directory" if journal.is_dir() else "a special file (a FIFO or a device)"
+            messages.append(f"{journal}: is {kind}, but a write keeps its journal there; move it away")
         elif journal.exists():
             command = None
             try:

@@ -233,6 +233,10 @@ def test_a_journal_or_temporary_that_is_a_directory_is_reported_in_one_line(tmp_
     assert not publish({tmp_path / "a.json": b"new\n"}, check=True, command="make a")
     assert one_line_error(capsys).startswith(f"error: {tmp_path / JOURNAL}: is a directory")
     (tmp_path / JOURNAL).rmdir()
+    os.mkfifo(tmp_path / JOURNAL)  # reading it would block for ever
+    assert not publish({tmp_path / "a.json": b"new\n"}, check=False, command="make a")
+    assert one_line_error(capsys).startswith(f"error: {tmp_path / JOURNAL}: is a special file")
+    (tmp_path / JOURNAL).unlink()
     (tmp_path / ".a.json.x1.tmp").mkdir()
     with pytest.raises(IsADirectoryError, match=".a.json.x1.tmp"):  # reproduce reports it in one line
         clear_interrupted_writes([tmp_path])

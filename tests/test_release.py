@@ -211,6 +211,14 @@ def test_card__a_report_of_the_wrong_type_or_no_regular_file_is_refused(intact, 
         card.build(intact)
 
 
+def test_a_loading_script_that_cannot_be_read_is_refused_naming_it(repinned):
+    script = repinned / "sokoban_fairness.py"
+    script.unlink()
+    script.mkdir()
+    with pytest.raises(ReleaseError, match=re.escape(f"{script}: cannot be read (Is a directory)")):
+        release.check_rewrite({repinned / TRAIN: b""}, new_release=False, repo=repinned)
+
+
 def test_reproduce__refuses_new_release_with_check(capsys):
     with pytest.raises(SystemExit) as exited:
         reproduce_command.main(["reproduce", "--check", "--new-release"])

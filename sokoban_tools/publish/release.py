@@ -160,7 +160,7 @@ def release_to_pin(pinned: Release, files: dict[str, dict], changelog: list[str]
 
 def published_block(repo: Path) -> tuple[str, re.Match]:
     """The loading script's text and its PUBLISHED FILES block."""
-    text = (repo / LOADING_SCRIPT).read_text(encoding="utf-8")
+    text = _read(repo / LOADING_SCRIPT)
     block = BLOCK.search(text)
     if not block:
         raise ReleaseError(f"{repo / LOADING_SCRIPT}: the PUBLISHED FILES block is missing; restore it from git")
@@ -172,9 +172,18 @@ def pinned_of(repo: Path) -> Release:
     return pinned_release(published_block(repo)[1].group(2), repo / LOADING_SCRIPT)
 
 
+def _read(path: Path) -> str:
+    """The text of a file of the clone, or a :class:`ReleaseError` naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise ReleaseError(f"{path}: cannot be read ({reason}); restore it from git") from None
+
+
 def changelog_of() -> tuple[list[str], Path]:
     """The card's changelog versions, newest first, and the template they are read from."""
-    return changelog_versions(CARD_TEMPLATE.read_text(encoding="utf-8"), CARD_TEMPLATE), CARD_TEMPLATE
+    return changelog_versions(_read(CARD_TEMPLATE), CARD_TEMPLATE), CARD_TEMPLATE
 
 
 def check_rewrite(files: dict[Path, bytes], new_release: bool, repo: Path = ROOT) -> None:
