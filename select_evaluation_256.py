@@ -33,17 +33,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-# Standard library only, here and in the modules imported below (artifacts, protocol,
-# layout, records, release and the rules in board), so the rule runs on a bare Python; a test keeps it so.
-from sokoban_tools.artifacts import command_line, json_document, run_command, sha256_bytes
+# Standard library only, here and in the modules imported below (artifacts, files, layout,
+# protocol, rows with the row checks and pins beside the loading script, and the rules in
+# board), so the rule runs on a bare Python; a test keeps it so.
+from sokoban_tools.files import is_sha256, sha256_bytes
 from sokoban_tools.layout import (DATA_DIR, GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE,
                                   SOURCE_POOL_NAME, VALIDATION_FILE, published)
 from sokoban_tools.protocol import VALIDATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
-from sokoban_tools.data.records import REGENERATE_HINT, BoardRow, parse_rows, read_regular_file
-from sokoban_tools.publish.release import is_sha256
+from sokoban_tools.pipeline.artifacts import command_line, json_document, run_command
+from sokoban_tools.rows import REGENERATE_HINT, BoardRow, parse_rows, read_regular_file
 
 COMMAND = "python select_evaluation_256.py"
-POOLS_HINT = "regenerate it with `python -m sokoban_tools.pools`"
+POOLS_HINT = "regenerate it with `python -m sokoban_tools pools`"
 
 RULE = [
     f"Read the source pool fairness/{SOURCE_POOL_FILE} and refuse it unless its SHA-256 and row count "
@@ -186,13 +187,13 @@ def read_pool(data_dir: Path) -> tuple[bytes, list[BoardRow]]:
         raise SelectionError(
             f"{pool_path}: SHA-256 is {actual}, but the generation audit {audit_path.name} records "
             f"{recorded_sha}; refusing to select from a pool that differs from the generated one "
-            f"(regenerate it with `python -m sokoban_tools.pools`)"
+            f"(regenerate it with `python -m sokoban_tools pools`)"
         )
     rows = parse_rows(data, pool_path)
     if len(rows) != recorded_rows:
         raise SelectionError(
             f"{pool_path}: has {len(rows)} rows, the generation audit records {recorded_rows}; "
-            f"regenerate both with `python -m sokoban_tools.pools`"
+            f"regenerate both with `python -m sokoban_tools pools`"
         )
     return data, rows
 

@@ -18,11 +18,10 @@ import pytest
 
 import select_evaluation_256 as selector
 from conftest import DATA_DIR, REPO
-from sokoban_tools import artifacts
-from sokoban_tools.data import pools
-from sokoban_tools.evaluation import baselines
-from sokoban_tools.verification import summary, verify
-from sokoban_tools.artifacts import JOURNAL, REPRODUCE, clear_interrupted_writes, publish
+from sokoban_tools.pipeline import artifacts, baselines
+from sokoban_tools.pipeline.generate import pools
+from sokoban_tools.pipeline.verification import summary, verify
+from sokoban_tools.pipeline.artifacts import JOURNAL, REPRODUCE, clear_interrupted_writes, publish
 from sokoban_tools.layout import (GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE,
                                   VALIDATION_FILE, VERIFICATION_FILE)
 
@@ -112,14 +111,14 @@ def test_a_failure_while_writing_temporaries_leaves_the_old_set_and_nothing_else
     old = {tmp_path / "a.jsonl": b"old a\n", tmp_path / "b.json": b"old b\n"}
     for path, data in old.items():
         path.write_bytes(data)
-    write_temp = artifacts._write_temp
+    write_temp = artifacts.write_temp
 
     def disk_full(path, data):
         if path.name == "b.json":
             raise OSError(28, "No space left on device")
         return write_temp(path, data)
 
-    monkeypatch.setattr(artifacts, "_write_temp", disk_full)
+    monkeypatch.setattr(artifacts, "write_temp", disk_full)
     with pytest.raises(OSError):
         publish({path: b"new\n" for path in old}, check=False, command="make ab")
     assert {path: path.read_bytes() for path in old} == old
@@ -207,7 +206,7 @@ def read_only_dir(tmp_path):
 
 
 def test_a_read_only_data_dir_is_refused_by_pools_before_generating(read_only_dir):
-    done = subprocess.run([sys.executable, "-m", "sokoban_tools.pools", "--data-dir", str(read_only_dir)],
+    done = subprocess.run([sys.executable, "-m", "sokoban_tools", "pools", "--data-dir", str(read_only_dir)],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith(f"error: {read_only_dir}: cannot be written (")
@@ -248,7 +247,7 @@ def test_a_journal_or_temporary_that_is_a_directory_is_reported_in_one_line(tmp_
 HOLD = """
 import subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
-from sokoban_tools.artifacts import locked
+from sokoban_tools.pipeline.artifacts import locked
 with locked([sys.argv[2]], shared=sys.argv[3] == "shared"):
     print("held", flush=True)
     if sys.argv[4:]:  # a step the holder runs as its child
@@ -294,7 +293,7 @@ def test_a_second_run_on_a_folder_is_refused_naming_the_lock_and_its_holder_and_
 
 
 def test_the_example_and_a_direct_publish_take_the_lock_too(tmp_path, capsys, holder):
-    from sokoban_tools.evaluation import example_policies
+    from sokoban_tools.pipeline import example_policies
 
     first = holder(tmp_path)
     assert example_policies.main(["--out", str(tmp_path), "--runs", "1", "--updates", "0"]) == 1
@@ -356,8 +355,8 @@ def test_reproduce_is_refused_while_another_run_holds_a_folder_and_leaves_its_jo
                                                                                       capsys, holder):
     from sokoban_tools import __main__ as reproduce_command
 
-    monkeypatch.setattr(reproduce_command, "REPRODUCED_DIRECTORIES", (tmp_path.resolve(),))
-    monkeypatch.setattr(reproduce_command, "run_step", lambda *args: pytest.fail("a step ran"))
+    monkeypatch.setattr(artifacts, "REPRODUCED_DIRECTORIES", (tmp_path.resolve(),))
+    monkeypatch.setattr(reproduce_command, "run", lambda *args: pytest.fail("a step ran"))
     (tmp_path / JOURNAL).write_text('{"command": "the first run", "files": []}')
     first = holder(tmp_path)
     for check in (False, True):
@@ -370,8 +369,8 @@ def test_reproduce_is_refused_while_another_run_holds_a_folder_and_leaves_its_jo
 def test_reproduce_with_a_journal_that_is_a_directory_says_so_in_one_line(tmp_path, monkeypatch, capsys, check):
     from sokoban_tools import __main__ as reproduce_command
 
-    monkeypatch.setattr(reproduce_command, "REPRODUCED_DIRECTORIES", (tmp_path.resolve(),))
-    monkeypatch.setattr(reproduce_command, "run_step", lambda *args: pytest.fail("a step ran"))
+    monkeypatch.setattr(artifacts, "REPRODUCED_DIRECTORIES", (tmp_path.resolve(),))
+    monkeypatch.setattr(reproduce_command, "run", lambda *args: pytest.fail("a step ran"))
     (tmp_path / JOURNAL).mkdir()
     assert reproduce_command.reproduce(check) == 1
     err = one_line_error(capsys)

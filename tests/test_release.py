@@ -13,13 +13,14 @@ import pytest
 import sokoban_fairness
 from conftest import REPO
 from sokoban_tools import __main__ as reproduce_command
-from sokoban_tools.publish import card, release
-from sokoban_tools.publish.release import (BLOCK, Release, ReleaseError, changelog_versions, pinned_release,
-                                           release_to_pin)
+from sokoban_tools.pipeline import artifacts, release
+from sokoban_tools.pipeline.publish import card
+from sokoban_tools.pipeline.release import (Release, ReleaseError, changelog_versions, pinned_release,
+                                            release_to_pin)
 
 TRAIN = "fairness/train.jsonl"
 VALIDATION = "fairness/evaluation.jsonl"
-TEMPLATE = "sokoban_tools/publish/card_templates/README.md"
+TEMPLATE = "sokoban_tools/pipeline/publish/card_templates/README.md"
 NEW_ENTRY = "- **1.1.0** — the training pool loses its last board.\n"
 
 
@@ -37,7 +38,8 @@ def clone(tmp_path):
     root = tmp_path / "clone"
     for name in ("sokoban_tools", "fairness", "examples", "images"):
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "sokoban_fairness.py", "README.md", "BENCHMARKS.md"):
+    for name in ("pyproject.toml", "sokoban_fairness.py", "sokoban_pins.py", "sokoban_published.py", "sokoban_render.py",
+                 "README.md", "BENCHMARKS.md"):
         shutil.copyfile(REPO / name, root / name)
     train = root / TRAIN
     train.write_bytes(b"".join(train.read_bytes().splitlines(keepends=True)[:-1]))
@@ -45,8 +47,8 @@ def clone(tmp_path):
 
 
 def run_card(root, *args):
-    """``python -m sokoban_tools.card`` of the copy (it runs from its own folder)."""
-    return subprocess.run([sys.executable, "-m", "sokoban_tools.card", *args], cwd=root,
+    """``python -m sokoban_tools card`` of the copy (it runs from its own folder)."""
+    return subprocess.run([sys.executable, "-m", "sokoban_tools", "card", *args], cwd=root,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -74,9 +76,9 @@ def test_card__new_release_with_its_changelog_entry_pins_the_new_digest_and_vers
     done = run_card(clone, "--new-release")
     assert done.returncode == 0, done.stderr
     data = (clone / TRAIN).read_bytes()
-    script = (clone / "sokoban_fairness.py").read_text(encoding="utf-8")
-    assert 'RELEASE = "1.1.0"' in script
-    assert f'"{TRAIN}": {{"sha256": "{hashlib.sha256(data).hexdigest()}", "rows": 4999, "bytes": {len(data)}}}' in script
+    pins = (clone / "sokoban_pins.py").read_text(encoding="utf-8")
+    assert 'RELEASE = "1.1.0"' in pins
+    assert f'"{TRAIN}": {{"sha256": "{hashlib.sha256(data).hexdigest()}", "rows": 4999, "bytes": {len(data)}}}' in pins
     assert NEW_ENTRY.strip() in (clone / "README.md").read_text(encoding="utf-8")
     # Once released, the same files pass without the flag, and the flag has nothing left to release.
     assert run_card(clone, "--check").returncode == 0
@@ -89,19 +91,20 @@ def test_card__a_changelog_entry_without_new_data_is_refused(clone):
     (clone / TEMPLATE).write_text(changelog_with(NEW_ENTRY), encoding="utf-8")
     done = run_card(clone)
     assert done.returncode == 1
-    assert "newest changelog entry is 1.1.0, but the loading script pins release 1.0.0" in done.stderr
+    assert "newest changelog entry is 1.1.0, but sokoban_pins.py pins release 1.0.0" in done.stderr
 
 
 @pytest.fixture
 def repinned(tmp_path):
-    """A clone whose data files are intact, but whose loading script pins other digests
+    """A clone whose data files are intact, but whose sokoban_pins.py pins other digests
     for training and validation: what a changed generator meets when it regenerates."""
     root = tmp_path / "repinned"
     for name in ("sokoban_tools", "fairness", "examples", "images"):
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "sokoban_fairness.py", "README.md", "BENCHMARKS.md", "select_evaluation_256.py"):
+    for name in ("pyproject.toml", "sokoban_fairness.py", "sokoban_pins.py", "sokoban_published.py",
+                 "sokoban_render.py", "README.md", "BENCHMARKS.md", "select_evaluation_256.py"):
         shutil.copyfile(REPO / name, root / name)
-    script = root / "sokoban_fairness.py"
+    script = root / "sokoban_pins.py"
     text = script.read_text(encoding="utf-8")
     for name, digit in ((TRAIN, "e"), (VALIDATION, "f")):
         text = text.replace(sokoban_fairness.PUBLISHED_FILES[name]["sha256"], digit * 64)
@@ -156,7 +159,7 @@ def test_a_declared_new_release_may_rewrite_data_files_only_with_its_changelog_e
     release.check_rewrite({repinned / "fairness/summary.json": b"{}"}, new_release=False, repo=repinned)  # no data
 
 
-@pytest.mark.parametrize("command", [["-m", "sokoban_tools.pools"], ["select_evaluation_256.py"]])
+@pytest.mark.parametrize("command", [["-m", "sokoban_tools", "pools"], ["select_evaluation_256.py"]])
 def test_data_file_writers_refuse_new_release_with_check(command):
     done = subprocess.run([sys.executable, *command, "--check", "--new-release"], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
@@ -172,9 +175,9 @@ def test_data_file_writers_refuse_new_release_with_check(command):
 def test_pinned_release__refuses_an_entry_of_the_wrong_type(tmp_path, entry, problem):
     block = f'RELEASE = "1.0.0"\nPUBLISHED_FILES = {{"a.jsonl": {entry}}}\n'
     with pytest.raises(ReleaseError, match=re.escape(f"the pinned entry of a.jsonl {problem}")):
-        pinned_release(block, tmp_path / "sokoban_fairness.py")
+        pinned_release(block, tmp_path / "sokoban_pins.py")
     with pytest.raises(ReleaseError, match="RELEASE must be a version string"):
-        pinned_release("RELEASE = 1.0\nPUBLISHED_FILES = {}\n", tmp_path / "sokoban_fairness.py")
+        pinned_release("RELEASE = 1.0\nPUBLISHED_FILES = {}\n", tmp_path / "sokoban_pins.py")
 
 
 @pytest.fixture
@@ -183,7 +186,7 @@ def intact(tmp_path):
     root = tmp_path / "intact"
     for name in ("fairness", "examples"):
         shutil.copytree(REPO / name, root / name)
-    for name in ("pyproject.toml", "sokoban_fairness.py", "BENCHMARKS.md"):
+    for name in ("pyproject.toml", "sokoban_fairness.py", "sokoban_pins.py", "BENCHMARKS.md"):
         shutil.copyfile(REPO / name, root / name)
     return root
 
@@ -211,8 +214,8 @@ def test_card__a_report_of_the_wrong_type_or_no_regular_file_is_refused(intact, 
         card.build(intact)
 
 
-def test_a_loading_script_that_cannot_be_read_is_refused_naming_it(repinned):
-    script = repinned / "sokoban_fairness.py"
+def test_pins_that_cannot_be_read_are_refused_naming_the_file(repinned):
+    script = repinned / "sokoban_pins.py"
     script.unlink()
     script.mkdir()
     with pytest.raises(ReleaseError, match=re.escape(f"{script}: cannot be read (Is a directory)")):
@@ -220,26 +223,24 @@ def test_a_loading_script_that_cannot_be_read_is_refused_naming_it(repinned):
 
 
 def test_reproduce__refuses_new_release_with_check(capsys):
-    with pytest.raises(SystemExit) as exited:
-        reproduce_command.main(["reproduce", "--check", "--new-release"])
-    assert exited.value.code == 2 and "give one of them" in capsys.readouterr().err
+    assert reproduce_command.main(["reproduce", "--check", "--new-release"]) == 2
+    assert "give one of them" in capsys.readouterr().err
 
 
 def test_reproduce__passes_new_release_to_the_steps_writing_or_pinning_data_files_only(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(reproduce_command, "REPRODUCED_DIRECTORIES", (tmp_path,))  # not the clone's: tests run at once
+    monkeypatch.setattr(artifacts, "REPRODUCED_DIRECTORIES", (tmp_path,))  # not the clone's: tests run at once
 
-    def run_step(command, options):
-        calls.append([command, *options])
+    def run(name, options):
+        calls.append([name, *options])
         return 0
 
-    monkeypatch.setattr(reproduce_command, "run_step", run_step)
-    monkeypatch.setattr(reproduce_command, "clear_interrupted_writes", lambda directories: [])
-    assert reproduce_command.main(["reproduce", "--new-release"]) == 0
+    monkeypatch.setattr(reproduce_command, "run", run)
+    monkeypatch.setattr(artifacts, "clear_interrupted_writes", lambda directories: [])
+    assert reproduce_command.reproduce_command(["--new-release"]) == 0
     flagged = [command for command in calls if "--new-release" in command]
     assert len(calls) == len(reproduce_command.STEPS)
-    assert flagged == [["sokoban_tools.pools", "--new-release"], ["select_evaluation_256.py", "--new-release"],
-                       ["sokoban_tools.card", "--new-release"]]
+    assert flagged == [["pools", "--new-release"], ["selection", "--new-release"], ["card", "--new-release"]]
 
 
 def test_the_published_release_is_the_changelogs_newest_entry_and_the_builders_version():
@@ -294,8 +295,8 @@ def test_changelog_versions__reads_only_its_own_section(tmp_path):
     assert changelog_versions(text, tmp_path) == ["1.1.0", "1.0.0"]
 
 
-def test_pinned_release__refuses_a_block_without_its_release(tmp_path):
+def test_pinned_release__refuses_pins_without_their_release(tmp_path):
     with pytest.raises(ReleaseError, match="lacks RELEASE; restore it from git"):
-        pinned_release('PUBLISHED_FILES = {}\n', tmp_path / "sokoban_fairness.py")
-    block = BLOCK.search((REPO / card.LOADING_SCRIPT).read_text(encoding="utf-8")).group(2)
+        pinned_release("PUBLISHED_FILES = {}\n", tmp_path / "sokoban_pins.py")
+    block = (REPO / card.PINS).read_text(encoding="utf-8")
     assert pinned_release(block, REPO) == Release(sokoban_fairness.RELEASE, sokoban_fairness.PUBLISHED_FILES)

@@ -10,8 +10,10 @@ beside it; a journal (:data:`JOURNAL`) naming the set into each directory
 it touches; then the renames, after which the journals go. A run killed
 before the renames leaves only temporaries, one killed between them a
 journal: either way every later ``--check`` and write (:func:`ready`)
-reports an interrupted write and says to run :data:`REPRODUCE`, which clears
-the leftovers (:func:`clear_interrupted_writes`) and rewrites every file.
+reports an interrupted write and says what to run: in the clone's folders
+:data:`REPRODUCE`, which clears the leftovers (:func:`clear_interrupted_writes`)
+and rewrites every file; in a ``--data-dir`` elsewhere, which reproduce never
+writes, the interrupted command again once its leftovers are removed.
 Commands also call :func:`ready` before any work, so an unwritable output
 is reported in one line before minutes of generating, not as a traceback after.
 
@@ -28,7 +30,7 @@ killed during the renames of one set (the temporaries are all written and
 synced first, so that is a window of a few renames), and between two commands
 that each write a set (e.g. new data files before the card pins them). The
 writers of data files check the pinned release before writing (see
-:mod:`sokoban_tools.publish.release`), so without ``--new-release`` such a
+:mod:`sokoban_tools.pipeline.release`), so without ``--new-release`` such a
 window only ever renames identical bytes.
 """
 
@@ -37,7 +39,6 @@ from __future__ import annotations
 import argparse
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import sys
@@ -47,8 +48,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .layout import DATA_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, ROOT, is_clone, outside_clone
-from .publish.release import FLAG, ReleaseError, check_rewrite
+from ..files import sha256_bytes, sync_directory, write_atomic, write_temp
+from ..layout import DATA_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, ROOT
+from .release import FLAG, ReleaseError, check_rewrite
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -62,63 +64,9 @@ REPRODUCED_DIRECTORIES = tuple(path.resolve() for path in (ROOT, ROOT / DATA_FOL
                                                             EXAMPLE_EPISODES))
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _current_umask()
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path | str) -> str:
-    return sha256_bytes(Path(path).read_bytes())
-
-
 def json_document(obj) -> bytes:
     """The bytes of a generated JSON report: keys in insertion order, indented, one final newline."""
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _write_temp(path: Path, data: bytes) -> str:
-    """Write ``data`` to a new temporary file beside ``path``; return its name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private; published files are not
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tmp
-
-
-def _sync_directory(directory: Path) -> None:
-    """Make the renames in ``directory`` durable, so a power cut keeps their order."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path | str, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it into place,
-    so a crash leaves either the old file or the new one, never half of one."""
-    path = Path(path)
-    tmp = _write_temp(path, data)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def write_set(files: dict[Path, bytes], command: str) -> None:
@@ -129,16 +77,16 @@ def write_set(files: dict[Path, bytes], command: str) -> None:
     renamed = 0
     try:
         for path, data in files.items():
-            temps[path] = _write_temp(path, data)
+            temps[path] = write_temp(path, data)
         journal = json_document({"command": command, "files": [str(path) for path in files]})
         for directory in directories:
             write_atomic(directory / JOURNAL, journal)
-            _sync_directory(directory)
+            sync_directory(directory)
         for path, tmp in temps.items():
             os.replace(tmp, path)
             renamed += 1
         for directory in directories:
-            _sync_directory(directory)
+            sync_directory(directory)
             (directory / JOURNAL).unlink()
     except BaseException:
         for tmp in list(temps.values())[renamed:]:
@@ -153,7 +101,7 @@ def _repair(directory: Path, leftovers: list[Path], command: str | None) -> str:
     """What to run after an interrupted write in ``directory``: ``reproduce`` for the
     clone's own folders, which it regenerates; elsewhere (``--data-dir``), which
     reproduce never touches, removing the leftovers and running the command again."""
-    if is_clone(ROOT) and directory.resolve() in REPRODUCED_DIRECTORIES:
+    if directory.resolve() in REPRODUCED_DIRECTORIES:
         return f"run `{REPRODUCE}` to regenerate every file"
     again = f"`{command}` again on {directory}" if command else f"the command that writes {directory} again"
     return (f"remove {' '.join(str(path) for path in leftovers)} and run {again} "
@@ -223,7 +171,7 @@ def _acquire(directory: Path, shared: bool) -> bool:
         return True
     path = directory / LOCK
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666 & ~_UMASK)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # less the umask, as every file
     except OSError as err:
         if err.errno == errno.EISDIR:
             raise LockError(f"{path}: is a directory, but runs take the folder's lock there; move it away") from None
@@ -296,13 +244,12 @@ def unwritable(path: Path) -> str | None:
 
 
 def ready(paths, check: bool) -> bool:
-    """Whether a command may start: ``paths`` are in a clone (or given elsewhere), no
-    interrupted write left a mixed set among their directories, and every path is a
-    regular file (or none yet) and, unless ``check``, can be written. Says why not on
-    stderr: the missing clone, each interrupted write, or the first unusable path."""
+    """Whether a command may start: no interrupted write left a mixed set among the
+    directories of ``paths``, and every path is a regular file (or none yet) and,
+    unless ``check``, can be written. Says why not on stderr: each interrupted
+    write, or the first unusable path."""
     paths = [Path(p) for p in paths]
-    no_clone = outside_clone(paths)
-    problems = [no_clone] if no_clone else interrupted_writes(path.parent for path in paths)
+    problems = interrupted_writes(path.parent for path in paths)
     if not problems:  # the first unusable path: the others usually share its cause
         problems = [problem for problem in map(not_a_file if check else unwritable, paths) if problem][:1]
     for problem in problems:

@@ -1,25 +1,27 @@
 """Published data files are a release: their pinned digests change only on purpose.
 
-The loading script pins the release (``RELEASE``) and the SHA-256, rows and
-size of every data file it reads (``PUBLISHED_FILES``), in a block that
-``python -m sokoban_tools.card`` writes. Regenerating is meant to reproduce
+``sokoban_pins.py``, beside the loading script, pins the release (``RELEASE``)
+and the SHA-256, rows and size of every data file (``PUBLISHED_FILES``);
+``python -m sokoban_tools card`` writes it. Regenerating is meant to reproduce
 those files byte for byte, so a data file that now differs from its pinned
 entry (a changed generator, say) is refused with both digests, unless the run
 is declared a new release (``--new-release``, which ``python -m sokoban_tools
-reproduce`` passes on to the card), and a new release is refused unless the
-card's Changelog section has an entry for it above the pinned one. Users thus
-never meet re-pinned data without a version and a line saying what changed.
+reproduce`` passes on to the steps that write data files and to the card), and
+a new release is refused unless the card's Changelog section has an entry for
+it above the pinned one. Users thus never meet re-pinned data without a version
+and a line saying what changed. The writers of data files apply the rule before
+they write (:func:`check_rewrite`), the card when it pins (:func:`release_to_pin`).
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..layout import CONFIGURATIONS, LOADING_SCRIPT, ROOT
+from ..files import is_sha256, sha256_bytes
+from ..layout import CONFIGURATIONS, PINS, ROOT
 
 FLAG = "--new-release"
 COMMAND = f"python -m sokoban_tools reproduce {FLAG}"
@@ -27,12 +29,7 @@ NOT_WITH_CHECK = f"{FLAG} pins a new release, --check changes nothing; give one 
 CHANGELOG_HEADING = "## Changelog"
 # An entry: "- **MAJOR.MINOR.PATCH** — what changed", newest first.
 ENTRY = re.compile(r"^- \*\*(\d+\.\d+\.\d+)\*\* \S", re.M)
-BLOCK = re.compile(
-    r"(# BEGIN PUBLISHED FILES \(written by `python -m sokoban_tools.card`; do not edit\)\n)"
-    r"(.*?)(# END PUBLISHED FILES\n)",
-    re.S,
-)
-CARD_TEMPLATE = Path(__file__).resolve().parent / "card_templates" / "README.md"  # holds the changelog
+CARD_TEMPLATE = Path(__file__).resolve().parent / "publish" / "card_templates" / "README.md"  # its changelog
 DATA_FILES = tuple(dict.fromkeys(name for splits in CONFIGURATIONS.values() for name in splits.values()))
 
 
@@ -42,15 +39,10 @@ class ReleaseError(ValueError):
 
 @dataclass(frozen=True)
 class Release:
-    """A release as the loading script pins it."""
+    """A release as ``sokoban_pins.py`` pins it."""
 
     version: str
     files: dict[str, dict]  # data file -> {"sha256", "rows", "bytes"}
-
-
-def is_sha256(value) -> bool:
-    """Whether ``value`` is a SHA-256 as the reports and pins write it: 64 lowercase hex digits."""
-    return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) is not None
 
 
 def _entry_problem(entry) -> str | None:
@@ -70,18 +62,19 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-def pinned_release(block: str, script: Path) -> Release:
-    """The ``RELEASE`` and ``PUBLISHED_FILES`` assignments of the loading script's block."""
+def pinned_release(text: str, script: Path) -> Release:
+    """The ``RELEASE`` and ``PUBLISHED_FILES`` assignments of the pins module ``script``
+    (whose ``text`` is given), read as literals: it is data, never run."""
     values = {}
     try:
-        for statement in ast.parse(block).body:
+        for statement in ast.parse(text).body:
             if isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name):
                 values[statement.targets[0].id] = ast.literal_eval(statement.value)
     except (SyntaxError, ValueError) as err:
-        raise ReleaseError(f"{script}: the PUBLISHED FILES block does not parse ({err}); restore it from git") from None
+        raise ReleaseError(f"{script}: does not parse ({err}); restore it from git") from None
     missing = [name for name in ("RELEASE", "PUBLISHED_FILES") if name not in values]
     if missing:
-        raise ReleaseError(f"{script}: the PUBLISHED FILES block lacks {', '.join(missing)}; restore it from git")
+        raise ReleaseError(f"{script}: lacks {', '.join(missing)}; restore it from git")
     version, files = values["RELEASE"], values["PUBLISHED_FILES"]
     if not isinstance(version, str) or not re.fullmatch(r"\d+\.\d+\.\d+", version):
         raise ReleaseError(f"{script}: RELEASE must be a version string such as \"1.0.0\", got {version!r}; "
@@ -143,8 +136,8 @@ def release_to_pin(pinned: Release, files: dict[str, dict], changelog: list[str]
                 f"{changelog_path} and run `{COMMAND}`; if not, restore the release's files "
                 f"(git checkout -- fairness/) and find what changed the generator")
         if newest != pinned.version:
-            raise ReleaseError(f"{changelog_path}: the newest changelog entry is {newest}, but the loading "
-                               f"script pins release {pinned.version}; a changelog entry comes with a new "
+            raise ReleaseError(f"{changelog_path}: the newest changelog entry is {newest}, but sokoban_pins.py "
+                               f"pins release {pinned.version}; a changelog entry comes with a new "
                                f"release of the data (`{COMMAND}`), so remove it or release")
         return pinned.version
     if not changes:
@@ -158,18 +151,9 @@ def release_to_pin(pinned: Release, files: dict[str, dict], changelog: list[str]
     return newest
 
 
-def published_block(repo: Path) -> tuple[str, re.Match]:
-    """The loading script's text and its PUBLISHED FILES block."""
-    text = _read(repo / LOADING_SCRIPT)
-    block = BLOCK.search(text)
-    if not block:
-        raise ReleaseError(f"{repo / LOADING_SCRIPT}: the PUBLISHED FILES block is missing; restore it from git")
-    return text, block
-
-
 def pinned_of(repo: Path) -> Release:
-    """The release the loading script of the clone ``repo`` pins."""
-    return pinned_release(published_block(repo)[1].group(2), repo / LOADING_SCRIPT)
+    """The release ``sokoban_pins.py`` of the clone ``repo`` pins."""
+    return pinned_release(_read(repo / PINS), repo / PINS)
 
 
 def _read(path: Path) -> str:
@@ -196,7 +180,7 @@ def check_rewrite(files: dict[Path, bytes], new_release: bool, repo: Path = ROOT
     if not written:
         return
     pinned = pinned_of(repo)
-    regenerated = {**pinned.files, **{name: {"sha256": hashlib.sha256(data).hexdigest(), "rows": data.count(b"\n"),
+    regenerated = {**pinned.files, **{name: {"sha256": sha256_bytes(data), "rows": data.count(b"\n"),
                                              "bytes": len(data)} for name, data in written.items()}}
     if _changes(pinned, regenerated):
         versions, template = changelog_of()
