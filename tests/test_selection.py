@@ -194,7 +194,7 @@ def test_selection__an_audit_field_of_the_wrong_type_is_refused_as_such(tmp_path
     assert selector.main(["--data-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {tmp_path / AUDIT}: pools.source_pool.{field} must be {wanted}"), err
-    assert "regenerate it with `python -m sokoban_tools.pools`" in err and len(err.splitlines()) == 1
+    assert "regenerate it with `python -m sokoban_tools pools`" in err and len(err.splitlines()) == 1
     assert not (tmp_path / OUTPUT).exists() and not (tmp_path / SELECTION).exists()
 
 

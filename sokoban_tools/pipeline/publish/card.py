@@ -4,7 +4,7 @@
                                             # the published checksums, sokoban_pins.py
     python -m sokoban_tools card --check    # fail if any of them is out of date
     python -m sokoban_tools card --new-release   # pin changed data files as the release
-                                                 # the card's changelog names (see release.py)
+                                                 # the card's changelog names (see pipeline/release.py)
 
 Every number in the dataset card comes from the JSON reports under
 ``fairness/``; the card text lives in ``card_templates/`` with ``{{ name }}``
