@@ -5,7 +5,7 @@
     python -m sokoban_tools reproduce --new-release   # rewrite everything; changed data files
                                                       # become the release the card's changelog names
     python -m sokoban_tools benchmark           # time the pipeline and print the figures
-    python -m sokoban_tools benchmark --write   # ... and write them to BENCHMARKS.md and the card
+    python -m sokoban_tools benchmark --write   # ... and write them to BENCHMARKS.md and docs/reproducing.md
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import sys
 import time
 
 from .artifacts import clear_interrupted_writes
-from .layout import DATA_FOLDER, IMAGES_FOLDER, ROOT, SELECTOR, outside_clone
+from .layout import DATA_FOLDER, DOCS_FOLDER, IMAGES_FOLDER, ROOT, SELECTOR, outside_clone
 from .publish.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 
 REPO = ROOT
-GENERATED_DIRECTORIES = (DATA_FOLDER, IMAGES_FOLDER)  # besides the repository root
+GENERATED_DIRECTORIES = (DATA_FOLDER, IMAGES_FOLDER, DOCS_FOLDER)  # besides the repository root
 # The steps in dependency order: each is a command of its own (the name the card
 # and the reports record). The package's commands run in this process, so the
 # three board files are read and checked once (records remembers checked bytes)
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="allow published data files to change, as the new release named by the newest "
                           "entry of the card's Changelog section (without it a changed data file is an error)")
     commands.add_parser("benchmark", add_help=False,
-                        help="time the pipeline and loading; --write puts the figures in BENCHMARKS.md and the card")
+                        help="time the pipeline and loading; --write puts the figures in BENCHMARKS.md and docs/reproducing.md")
     args, rest = parser.parse_known_args(argv)
     if args.command == "benchmark":
         # Imported here: it loads the datasets library, the card and the verifier,

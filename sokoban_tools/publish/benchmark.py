@@ -2,7 +2,7 @@
 runtime and the test suite.
 
     python -m sokoban_tools benchmark           # measure and print the figures
-    python -m sokoban_tools benchmark --write   # also write BENCHMARKS.md and the card, which quotes it
+    python -m sokoban_tools benchmark --write   # also write BENCHMARKS.md and docs/reproducing.md, which quotes it
 
 Where gym-sokoban 0.0.6 (the test extra) is installed, the generator and the
 solver are also timed against the original verl-agent algorithm
@@ -217,7 +217,7 @@ def _load_average() -> str:
 
 
 def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str:
-    """BENCHMARKS.md: a title line, a blank line, then what the card quotes.
+    """BENCHMARKS.md: a title line, a blank line, then what docs/reproducing.md quotes.
 
     ``load`` is the machine's 1-minute load average before and after measuring:
     other work on the machine slows the wall times most."""
@@ -240,7 +240,7 @@ def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sokoban_tools benchmark", description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true",
-                        help="write the figures to BENCHMARKS.md and rewrite the card, which quotes them")
+                        help="write the figures to BENCHMARKS.md and rewrite docs/reproducing.md, which quotes them")
     args = parser.parse_args(argv)
     before = _load_average()
     try:
