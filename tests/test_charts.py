@@ -30,15 +30,19 @@ print(json.dumps(digests))
 """
 
 
-def draw_in_fresh_process(hash_seed: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "MPLBACKEND": "pdf"}  # the charts ignore the backend
+def draw_in_fresh_process(hash_seed: str, **env_vars: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed, **env_vars}
     done = subprocess.run([sys.executable, "-c", DRAW_ALL], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=300, check=True)
     return json.loads(done.stdout)
 
 
-def test_charts__are_byte_identical_in_fresh_processes_with_different_hash_seeds():
-    first, second = draw_in_fresh_process("1"), draw_in_fresh_process("2024")
+def test_charts__are_byte_identical_in_fresh_processes_with_different_hash_seeds_and_settings(tmp_path):
+    """A user's matplotlibrc and backend change nothing: the charts draw in their own style on Agg."""
+    rc = tmp_path / "matplotlibrc"
+    rc.write_text("font.size: 20\nlines.linewidth: 5\nsvg.hashsalt: other\naxes.grid: True\n", encoding="utf-8")
+    first = draw_in_fresh_process("1")
+    second = draw_in_fresh_process("2024", MATPLOTLIBRC=str(rc), MPLBACKEND="pdf")
     assert first == second
     assert len(set(first.values())) == len(first)  # six different charts, not six empty ones
     committed = hashlib.sha256((REPO / "images" / "learning-curves.png").read_bytes()).hexdigest()

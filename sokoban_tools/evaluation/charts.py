@@ -11,6 +11,7 @@ bytes in any process, which the committed PNGs rely on.
 
 from __future__ import annotations
 
+import importlib
 import io
 import math
 from pathlib import Path
@@ -52,7 +53,7 @@ def chart_format(path: Path | str) -> str:
 def require_matplotlib(purpose: str = "drawing a chart") -> None:
     """Refuse in one line, naming the extra, when matplotlib is missing; call it before the work."""
     try:
-        import matplotlib  # noqa: F401
+        importlib.import_module("matplotlib")
     except ImportError:
         raise PlotUnavailable(f"{purpose} needs matplotlib, which is not installed: {PLOT_EXTRA}") from None
 
