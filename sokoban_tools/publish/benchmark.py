@@ -126,7 +126,7 @@ def _command_time(*args: str) -> str:
 
 
 def _suite_time() -> str:
-    """:func:`_timed_run` of the README's test command, once the environments its
+    """:func:`_timed_run` of the test command docs/reproducing.md gives, once the environments its
     first run builds exist (measured last, so its load touches no other figure)."""
     elapsed, cpu = _timed_run("pytest", "-q")
     return f"{elapsed / 60:.1f} min ({cpu / 60:.1f} min CPU)"
@@ -184,7 +184,7 @@ def measure() -> list[tuple[str, str, str, str]]:
         table.append((f"load `fairness` {label}, first build (wall time)", f"{first:.2f} s", "", ""))
         table.append((f"load `fairness` {label}, cached (wall time)", f"{cached:.2f} s", "", ""))
     table += scoring_figures() + runtime_benchmark.runtime_figures(boards[:200])
-    table.append(("the README's test command, `python -m pytest` (in two processes, as `pyproject.toml` "
+    table.append(("the test command, `python -m pytest` (in two processes, as `pyproject.toml` "
                   "runs it; its environments built; wall time)", _suite_time(), "", GOALS["suite"]))
     return table
 
