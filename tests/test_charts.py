@@ -21,11 +21,13 @@ import hashlib, json
 from sokoban_tools.evaluation import charts, compare
 from sokoban_tools.publish import card
 report = card.example_report(card.REPO)
+baselines = card._read_json(card.REPO, "fairness/baselines.json")
 histogram = {"a": {"1": 3, "2": 5, "4": 1}, "b": {"1": 1, "3": 2}}
 digests = {}
 for fmt in charts.FORMATS:
     digests[f"curves.{fmt}"] = hashlib.sha256(compare.learning_curves(report, fmt)).hexdigest()
     digests[f"histogram.{fmt}"] = hashlib.sha256(charts.length_histogram(histogram, fmt)).hexdigest()
+digests["baselines.png"] = hashlib.sha256(card.baselines_picture(baselines)).hexdigest()
 print(json.dumps(digests))
 """
 
@@ -44,9 +46,9 @@ def test_charts__are_byte_identical_in_fresh_processes_with_different_hash_seeds
     first = draw_in_fresh_process("1")
     second = draw_in_fresh_process("2024", MATPLOTLIBRC=str(rc), MPLBACKEND="pdf")
     assert first == second
-    assert len(set(first.values())) == len(first)  # six different charts, not six empty ones
-    committed = hashlib.sha256((REPO / "images" / "learning-curves.png").read_bytes()).hexdigest()
-    assert first["curves.png"] == committed
+    assert len(set(first.values())) == len(first)  # seven different charts, not seven empty ones
+    for name, image in (("curves.png", "learning-curves.png"), ("baselines.png", "random-policy-success.png")):
+        assert first[name] == hashlib.sha256((REPO / "images" / image).read_bytes()).hexdigest()
 
 
 def test_charts__carry_no_date_version_or_random_id():
