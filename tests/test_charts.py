@@ -19,7 +19,7 @@ COMPARE = ["--a", str(EPISODES / "path-follower.jsonl"), "--b", str(EPISODES / "
 DRAW_ALL = """
 import hashlib, json
 from sokoban_tools.evaluation import charts, compare
-from sokoban_tools.publish import card
+from sokoban_tools.pipeline.publish import card
 report = card.example_report(card.REPO)
 baselines = card._read_json(card.REPO, "fairness/baselines.json")
 histogram = {"a": {"1": 3, "2": 5, "4": 1}, "b": {"1": 1, "3": 2}}

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..data.records import BoardRow
+from ..rows import BoardRow
 from ..rules.board import ACTION_NAMES, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
 from ..rules.images import contact_sheet, png_bytes, render_board, replay_frames
-from sokoban_fairness import render_rgb
+from sokoban_render import render_rgb
 
 # Pillow's built-in font at 12 px; at its default 10 px the shaped text runs words together.
 FONT = ImageFont.load_default(size=12)

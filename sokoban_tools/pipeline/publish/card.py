@@ -1,0 +1,458 @@
+"""Write everything a user reads about the data from the generated files.
+
+    python -m sokoban_tools card            # README.md, docs/*.md, fairness/README.md, images/*.png,
+                                            # and the published checksums, sokoban_pins.py
+    python -m sokoban_tools card --check    # fail if any of them is out of date
+    python -m sokoban_tools card --new-release   # pin changed data files as the release
+                                                 # the card's changelog names (see release.py)
+
+Every number in the dataset card and its pages under ``docs/`` comes from
+the JSON reports under ``fairness/`` or from the code's constants; the text
+lives in ``card_templates/`` (one template per page, ``docs/`` mirrored) with
+``{{ name }}`` placeholders and ``{# comments #}`` that are not written out,
+so the prose is written by people and the figures by code. The card itself
+stays short, a page a Hub visitor reads in a minute; everything else is a
+page it links.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from ...evaluation import compare
+from ...evaluation.charts import length_histogram, line_chart
+from ...evaluation.figures import board_sheet, replay_strip
+from ...files import sha256_bytes
+from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
+                       DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
+                       LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, ROOT,
+                       RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
+                       SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
+                       VALIDATION_DATA, VERIFICATION_FILE, published)
+from ...rows import BoardRow, read_board_file, read_rows
+from ...rules.board import ACTION_NAMES, from_lurd
+from ...rules.images import render_board
+from ...runtime.env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from ..artifacts import command_line, run_command
+from ..baselines import HORIZON, POLICIES
+from ..example_policies import log_path
+from .release import (FLAG, NOT_WITH_CHECK, Release, ReleaseError, changelog_versions, pinned_release,
+                      release_to_pin)
+
+REPO = ROOT
+TEMPLATES = Path(__file__).resolve().parent / "card_templates"
+COMMAND = "python -m sokoban_tools card"
+DATA_FILES = tuple(dict.fromkeys(name for splits in CONFIGURATIONS.values() for name in splits.values()))
+# The script-free schema of a row, as the JSON loader reads it: (column, YAML type).
+ROW_FEATURES = (
+    ("task_id", "dtype: string"),
+    ("seed", "dtype: int64"),
+    ("room_fixed", "sequence:\n      sequence: int8"),
+    ("room_state", "sequence:\n      sequence: int8"),
+    ("xsb", "dtype: string"),
+    ("shortest_solution", "dtype: string"),
+    ("shortest_solution_length", "dtype: int32"),
+)
+
+
+def published_files(repo: Path) -> dict[str, dict]:
+    """SHA-256, row count and size of every data file the loaders read, each
+    digest taken from the same bytes whose every row has just passed the row
+    checks, so no digest of an unchecked file is ever pinned."""
+    entries = {}
+    for name in DATA_FILES:
+        data, rows = read_board_file(repo / name)
+        entries[name] = {"sha256": sha256_bytes(data), "rows": len(rows), "bytes": len(data)}
+    return entries
+
+
+PINS_DOC = '''"""The published data files of sokoban-fairness: their release and the SHA-256, rows and size of each.
+
+Written whole by `python -m sokoban_tools card` from the files it has just
+checked; do not edit. Changing it takes a new release (see the Changelog
+section of the dataset card).
+"""
+'''
+
+
+def pins_module(release: Release) -> bytes:
+    """``sokoban_pins.py`` pinning ``release``: a docstring and two literals, written from data."""
+    files = ",\n".join(f"    {json.dumps(name)}: {json.dumps(entry)}" for name, entry in release.files.items())
+    return (f"{PINS_DOC}\nRELEASE = {json.dumps(release.version)}\nPUBLISHED_FILES = {{\n{files},\n}}\n"
+            ).encode("utf-8")
+
+
+def release_of(repo: Path, files: dict[str, dict], new_release: bool) -> Release:
+    """The release to pin for the data ``files`` now on disk: the pinned one, or with
+    ``new_release`` the changelog's new entry (:func:`release.release_to_pin`)."""
+    template = TEMPLATES / "README.md"
+    changelog = changelog_versions(template.read_text(encoding="utf-8"), template)
+    pinned = pinned_release(_read_text(repo / PINS, "restore it from git"), repo / PINS)
+    return Release(release_to_pin(pinned, files, changelog, new_release, template), files)
+
+
+def front_matter(files: dict[str, dict]) -> str:
+    """The card's YAML header: metadata, the script-free configs and their typed schema.
+
+    Written with ``sequence:`` so that datasets 3.x reads it as well as later versions.
+    """
+    out = [
+        "---",
+        "pretty_name: Sokoban fairness",
+        "license: mit",
+        "language:",
+        "- en",
+        "task_categories:",
+        "- reinforcement-learning",
+        "tags:",
+        "- sokoban",
+        "- reinforcement-learning",
+        "- vision-language-models",
+        "- benchmark",
+        "- puzzles",
+        "size_categories:",
+        "- 1K<n<10K",
+        "configs:",
+    ]
+    for config, splits in CONFIGURATIONS.items():
+        out.append(f"- config_name: {config}")
+        if config == "fairness":
+            out.append("  default: true")
+        out.append("  data_files:")
+        for split, name in splits.items():
+            out += [f"  - split: {split}", f"    path: {name}"]
+    out.append("dataset_info:")
+    for config, splits in CONFIGURATIONS.items():
+        out += [f"- config_name: {config}", "  features:"]
+        for column, kind in ROW_FEATURES:
+            out += [f"  - name: {column}", f"    {kind}"]
+        out.append("  splits:")
+        for split, name in splits.items():
+            out += [f"  - name: {split}", f"    num_bytes: {files[name]['bytes']}",
+                    f"    num_examples: {files[name]['rows']}"]
+        total = sum(files[name]["bytes"] for name in splits.values())
+        out += [f"  download_size: {total}", f"  dataset_size: {total}"]
+    out.append("---")
+    return "\n".join(out) + "\n"
+
+
+class CardError(ValueError):
+    """The card cannot be written: a report is missing or stale, or a template is wrong."""
+
+
+REGENERATE = "regenerate the reports first with `python -m sokoban_tools reproduce`"
+BENCHMARKS_TITLE = "# Benchmarks"
+BENCHMARKS_TABLE = "| What |"  # the header row of the figures table
+
+
+COMMENT = re.compile(r"\{#.*?#\}\n?", re.S)  # a note to the template's editors, not written out
+
+
+def fill(template: str, values: dict[str, object], source: str = "card template") -> str:
+    """Drop every ``{# comment #}`` of ``template`` and replace every ``{{ name }}``;
+    an unknown name is a template error."""
+    def value(match):
+        key = match.group(1)
+        if key not in values:
+            raise CardError(f"{source}: template error: it names {{{{ {key} }}}}, which no report provides; "
+                            f"fix the template, or add the figure to sokoban_tools/pipeline/publish/card.py")
+        return str(values[key])
+    return re.sub(r"\{\{ (\w+) \}\}", value, COMMENT.sub("", template))
+
+
+def _read_text(path: Path, fix: str = REGENERATE) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise CardError(f"{path}: cannot be read ({err.strerror}); {fix}") from None
+
+
+def _read_json(repo: Path, name: str) -> dict:
+    path = repo / name
+    try:
+        return json.loads(_read_text(path))
+    except ValueError as err:
+        if isinstance(err, CardError):
+            raise
+        raise CardError(f"{path}: is not JSON ({err}); {REGENERATE}") from None
+
+
+def benchmarks_text(path: Path) -> str:
+    """What the card quotes of BENCHMARKS.md: everything after its title line, which
+    must hold the figures table; written by ``python -m sokoban_tools benchmark --write``."""
+    fix = "write it with `python -m sokoban_tools benchmark --write`"
+    title, _, body = _read_text(path, fix).partition("\n")
+    if title.strip() != BENCHMARKS_TITLE or BENCHMARKS_TABLE not in body:
+        raise CardError(f"{path}: expected the title line {BENCHMARKS_TITLE!r} and a table whose header "
+                        f"starts {BENCHMARKS_TABLE!r}; {fix}")
+    return body.strip()
+
+
+def _count(n: int) -> str:
+    return f"{n:,}"
+
+
+def _table(rows: list[list[object]]) -> str:
+    return "\n".join("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)
+
+
+def strata_table(selection: dict) -> str:
+    """The selection's strata: source boards, share, exact and final quota, and the total."""
+    rows = [
+        [f"{low}–{high} actions", _count(s["source_boards"]),
+         f"{float(s['proportion']):.1%}", s["exact_quota"], s["quota"]]
+        for s in selection["strata"].values()
+        for low, high in [s["shortest_solution_length"]]
+    ]
+    rows.append(["Total", _count(selection["quota_totals"]["source_boards"]), "100%",
+                 selection["size"], selection["quota_totals"]["selected"]])
+    return _table(rows)
+
+
+def statistics_tables(summary: dict) -> str:
+    """Rows and length statistics per split, then boards per shortest solution length."""
+    splits = {**summary["splits"], **summary["archive"]}
+    strata = summary["strata"]
+    stats_rows = [["Split", "File", "Rows", "Mean length", "Lengths", *[f"{k} actions" for k in strata]],
+                  ["---"] * (5 + len(strata))]
+    for name, split in splits.items():
+        lengths = split["shortest_solution_length"]
+        stats_rows.append([name, f"`{split['file']}`", _count(split["rows"]), lengths["mean"],
+                           f"{lengths['min']}–{lengths['max']}", *[_count(split["strata"][k]) for k in strata]])
+    histograms = [split["shortest_solution_length"]["histogram"] for split in splits.values()]
+    hist_rows = [["Length", *splits], ["---"] * (1 + len(splits))]
+    for n in sorted({int(n) for histogram in histograms for n in histogram}):
+        hist_rows.append([n, *[histogram.get(str(n), 0) for histogram in histograms]])
+    return _table(stats_rows) + "\n\nBoards per shortest solution length:\n\n" + _table(hist_rows)
+
+
+def verification_summary(verification: dict, pool_verification: dict) -> str:
+    """The two verification reports in two sentences each."""
+    totals = verification["totals"]
+    check_names = ", ".join(f"{name.replace('_', ' ')} {c['passed']}/{c['passed'] + c['failed']}"
+                            for name, c in totals["checks"].items())
+    pool_totals = pool_verification["totals"]
+    uniqueness = pool_verification["uniqueness"]
+    return (
+        f"`{published(VERIFICATION_FILE)}`: {totals['passed']} of {totals['boards']} validation boards pass "
+        f"every check ({check_names}); {_count(totals['frames'])} game frames were rendered in the RGB "
+        f"replays, digest `{verification['frames_sha256']}`.\n\n"
+        f"`{published(SOURCE_POOL_VERIFICATION_FILE)}`: {_count(pool_totals['passed'])} of "
+        f"{_count(pool_totals['boards'])} training and source-pool boards pass the same checks, "
+        f"{_count(pool_totals['frames'])} frames rendered; "
+        f"{_count(uniqueness['distinct_under_symmetry'])} of {_count(uniqueness['boards'])} are distinct "
+        f"under the 8 symmetries within and across both files."
+    )
+
+
+def release_values(release: Release) -> dict[str, object]:
+    """The release, its row counts and digests, and the checksums table."""
+    files = release.files
+    return {
+        "release": release.version,
+        "train_rows": _count(files[TRAIN_DATA]["rows"]),
+        "validation_rows": _count(files[VALIDATION_DATA]["rows"]),
+        "pool_rows": _count(files[SOURCE_POOL_DATA]["rows"]),
+        "pool_sha256": files[SOURCE_POOL_DATA]["sha256"],
+        "validation_sha256": files[VALIDATION_DATA]["sha256"],
+        "checksums_table": _table([[f"`{name}`", _count(e["rows"]), _count(e["bytes"]), f"`{e['sha256']}`"]
+                                   for name, e in files.items()]),
+    }
+
+
+def generation_values(audit: dict) -> dict[str, object]:
+    """The generator's settings and the seeds each pool scanned, from the generation audit."""
+    train, pool = audit["pools"][TRAINING_POOL_NAME], audit["pools"][SOURCE_POOL_NAME]
+    return {
+        "pool_min": pool["shortest_solution_length"]["min"],
+        "pool_max": pool["shortest_solution_length"]["max"],
+        "search_depth": audit["generator"]["parameters"]["search_depth"],
+        "num_steps": audit["generator"]["parameters"]["num_steps"],
+        "train_first_seed": _count(train["seeds_scanned"]["first"]),
+        "train_last_seed": _count(train["seeds_scanned"]["last"]),
+        "pool_first_seed": _count(pool["seeds_scanned"]["first"]),
+        "pool_last_seed": _count(pool["seeds_scanned"]["last"]),
+    }
+
+
+def selection_values(selection: dict) -> dict[str, object]:
+    """The protocol, its strata table, quotas and the selected span."""
+    return {
+        "protocol": selection["protocol"],
+        "strata_table": strata_table(selection),
+        "extra_places": selection["quota_totals"]["extra_places"],
+        "quotas": "/".join(str(s["quota"]) for s in selection["strata"].values()),
+        "selected_min": selection["selected"]["shortest_solution_length"]["min"],
+        "selected_max": selection["selected"]["shortest_solution_length"]["max"],
+    }
+
+
+def card_values(repo: Path, release: Release, summary: dict, validation: list[BoardRow]
+                ) -> dict[str, object]:
+    """Every figure the card templates name, read from the generated reports."""
+    return {
+        **release_values(release),
+        **generation_values(_read_json(repo, published(GENERATION_AUDIT_FILE))),
+        **selection_values(_read_json(repo, published(SELECTION_FILE))),
+        "statistics_table": statistics_tables(summary),
+        "verification_summary": verification_summary(_read_json(repo, published(VERIFICATION_FILE)),
+                                                     _read_json(repo, published(SOURCE_POOL_VERIFICATION_FILE))),
+        "card_command": COMMAND,
+        "example": EXAMPLE,
+        "runtime_example": RUNTIME_EXAMPLE,
+        "actions": ", ".join(f"{action} {name}" for action, name in ACTION_NAMES.items()),
+        "image_size": "×".join(map(str, render_board(validation[0].board).shape[:2])),
+        "horizon": DEFAULT_MAX_STEPS,
+        "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
+        "example_row": validation[0].line,
+        "example_xsb": validation[0].board.xsb(),
+        "benchmarks": benchmarks_text(repo / BENCHMARKS),
+        "citation": _citation(repo),
+        "rewards": (f"{STEP_PENALTY:+g} a step, {BOX_ON_TARGET_REWARD:+g} box onto target, "
+                    f"{BOX_OFF_TARGET_PENALTY:+g} off, {WIN_REWARD:+g} solved, "
+                    f"{DEFAULT_MAX_STEPS}-action limit"),
+    }
+
+
+POLICY_NAMES = {"moves_1_4": "random moves 1–4", "outputs_0_4": "random outputs 0–4"}
+
+
+def _probability(value: float) -> str:
+    return f"{value:.1%}" if value >= 0.001 else f"{value * 100:.2g}%"
+
+
+def baselines_values(baselines: dict) -> dict[str, object]:
+    """The card's baselines table and the figures quoted around it."""
+    rows = [["Split", "Boards", *[f"P(solve), {POLICY_NAMES[p]}" for p in POLICIES],
+             *[f"E[return], {POLICY_NAMES[p]}" for p in POLICIES], "Optimal return"],
+            ["---"] * (3 + 2 * len(POLICIES))]
+    for split, body in baselines["splits"].items():
+        parts = [(f"{split}, {label.replace('-', '–')} actions", entry)
+                 for label, entry in body["by_stratum"].items()]
+        for name, entry in [(f"**{split}, all**", body["overall"]), *parts]:
+            rows.append([name, _count(entry["boards"]),
+                         *[_probability(entry[p]["success"]["float"]) for p in POLICIES],
+                         *[f"{entry[p]['expected_return']['float']:.2f}" for p in POLICIES],
+                         f"{entry['optimal_return']['float']:.2f}"])
+    validation = baselines["splits"]["validation"]["overall"]
+    return {
+        "baselines_table": _table(rows),
+        "baseline_horizon": HORIZON,
+        "baseline_rewards": (f"every turn {STEP_PENALTY:+g}, action 0 included; the solving push another "
+                             f"{BOX_ON_TARGET_REWARD + WIN_REWARD:+g}, and it ends the episode"),
+        "baseline_validation_moves": _probability(validation["moves_1_4"]["success"]["float"]),
+        "baseline_validation_outputs": _probability(validation["outputs_0_4"]["success"]["float"]),
+        "baseline_validation_exact": validation["moves_1_4"]["success"]["exact"],
+    }
+
+
+def baselines_picture(baselines: dict) -> bytes:
+    """Random-policy success probability against shortest solution length, validation boards:
+    the mean per length and the range over boards."""
+    boards = baselines["splits"]["validation"]["boards"]
+    series = {}
+    for policy in POLICIES:
+        points = []
+        for length, entry in baselines["splits"]["validation"]["by_length"].items():
+            values = [b[policy]["success"]["float"] for b in boards if b["shortest_solution_length"] == int(length)]
+            points.append((int(length), entry[policy]["success"]["float"], min(values), max(values)))
+        series[POLICY_NAMES[policy]] = points
+    return line_chart(series, x_label="shortest solution length (player actions)",
+                      y_label=f"P(solved within {HORIZON} turns)",
+                      title="Random policies on the validation boards: mean per length; band: range over boards",
+                      log_y=True)
+
+
+def example_report(repo: Path) -> dict:
+    """The worked example's comparison, from its committed logs."""
+    logs = repo / EXAMPLE_EPISODES.relative_to(ROOT)
+    return compare.compare([log_path(logs, "path-follower")], [log_path(logs, "random")],
+                           validation=repo / VALIDATION_DATA)
+
+
+def example_values(report: dict) -> dict[str, object]:
+    """The worked example's figures the card quotes, from its comparison report."""
+    last = report["updates"][-1]
+    return {
+        "example_comparison": compare.render(report),
+        "example_runs": len(last["runs_a"]),
+        "example_updates": ", ".join(str(u["update"]) for u in report["updates"]),
+        "example_last_update": last["update"],
+        "example_last_difference": f"{last['difference'] * 100:.1f}",
+        "example_last_ci": f"{last['ci95'][0]:.1%} to {last['ci95'][1]:.1%}",
+    }
+
+
+def _citation(repo: Path) -> str:
+    """The BibTeX entry of the loading script, so card and script cite alike."""
+    path = repo / LOADING_SCRIPT
+    citation = re.search(r'_CITATION = """(.*?)"""', _read_text(path, "restore it from git"), re.S)
+    if citation is None:
+        raise CardError(f'{path}: has no _CITATION = """...""" entry for the card to quote; restore it from git')
+    return citation.group(1)
+
+
+def outputs(repo: Path) -> list[Path]:
+    """The files :func:`build` writes under ``repo``, in order."""
+    return [repo / name for name in (PINS, CARD, *DOC_PAGES, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
+                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE)]
+
+
+def _template(name: str, values: dict[str, object]) -> str:
+    """The card template ``name`` filled with ``values``."""
+    path = TEMPLATES / name
+    return fill(_read_text(path, "reinstall sokoban_tools, whose card_templates/ it belongs to"), values, str(path))
+
+
+def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
+    """The loading script, the dataset card, its pages, fairness/README.md and the
+    pictures as they should be;
+    :class:`ReleaseError` if the data files differ from the pinned release and
+    ``new_release`` does not declare a new one, :class:`CardError` if a report or
+    template cannot be used."""
+    release = release_of(repo, published_files(repo), new_release)
+    summary = _read_json(repo, published(SUMMARY_FILE))
+    validation = read_rows(repo / VALIDATION_DATA)
+    baselines = _read_json(repo, published(BASELINES_FILE))
+    example = example_report(repo)
+    first = validation[0]
+    try:  # the reports' entries, read where each figure is made
+        values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
+                  **example_values(example)}
+        histograms = {
+            f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
+            for name, split in {**summary["splits"], **summary["archive"]}.items()
+        }
+        success_picture = baselines_picture(baselines)
+    except KeyError as err:
+        raise CardError(f"the reports under {DATA_FOLDER}/ lack the entry {err}, so they predate this code; "
+                        f"{REGENERATE}") from None
+    return dict(zip(outputs(repo), (
+        pins_module(release),
+        (front_matter(release.files) + _template("README.md", values)).encode("utf-8"),
+        *(_template(page, values).encode("utf-8") for page in DOC_PAGES),
+        _template("fairness-README.md", values).encode("utf-8"),
+        board_sheet(validation[:16]),
+        replay_strip(first.board, from_lurd(first.shortest_solution)),
+        length_histogram(histograms),
+        success_picture,
+        compare.learning_curves(example),
+    )))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = command_line(COMMAND, __doc__.split("\n\n")[0])
+    parser.add_argument(FLAG, action="store_true",
+                        help="pin data files that differ from the pinned release as the new release "
+                             "named by the newest entry of the card's Changelog section")
+    args = parser.parse_args(argv)
+    if args.check and args.new_release:
+        parser.error(NOT_WITH_CHECK)
+    return run_command(COMMAND, args.check, outputs(REPO), lambda: build(new_release=args.new_release))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
