@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from ...evaluation import compare
-from ...evaluation.charts import length_histogram, line_chart
+from ...evaluation.charts import PLOT_EXTRA, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
@@ -306,6 +306,7 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "actions": ", ".join(f"{action} {name}" for action, name in ACTION_NAMES.items()),
         "image_size": "×".join(map(str, render_board(validation[0].board).shape[:2])),
         "horizon": DEFAULT_MAX_STEPS,
+        "plot_extra": PLOT_EXTRA,
         "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,
         "example_xsb": validation[0].board.xsb(),
