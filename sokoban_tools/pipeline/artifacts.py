@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..files import sha256_bytes, sync_directory, write_atomic, write_temp
-from ..layout import DATA_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, ROOT
+from ..layout import DATA_FOLDER, DOCS_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, ROOT
 from .release import FLAG, ReleaseError, check_rewrite
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by
 REPRODUCE = "python -m sokoban_tools reproduce"
 # The clone's folders `reproduce` writes (and clears of interrupted writes' leftovers).
 REPRODUCED_DIRECTORIES = tuple(path.resolve() for path in (ROOT, ROOT / DATA_FOLDER, ROOT / IMAGES_FOLDER,
-                                                            EXAMPLE_EPISODES))
+                                                            ROOT / DOCS_FOLDER, EXAMPLE_EPISODES))
 
 
 def json_document(obj) -> bytes:
