@@ -185,3 +185,30 @@ def test_score__a_log_of_training_rows_only_has_nothing_to_score(tmp_path, capsy
     log = write(tmp_path / "train.jsonl", [EpisodeRecord("A", "s1", "training", 1, "train-00001", False, 15, -1.5, None)])
     assert score.main([str(log)]) == 1
     assert "hold no validation rows" in capsys.readouterr().err
+
+
+def test_score__a_log_with_keys_in_another_order_scores_identically(tmp_path):
+    ordered = records("GRPO", "s1", 0, pattern(90)) + records("GRPO", "s1", 5, pattern(140, 3))
+    rng = np.random.default_rng(7)
+    shuffled = []
+    for record in ordered:  # another trainer's writer: each row's keys in its own order
+        row = record.as_dict()
+        keys = [list(row)[i] for i in rng.permutation(len(row))]
+        shuffled.append(json.dumps({key: row[key] for key in keys}))
+    assert sum(line.startswith('{"method"') for line in shuffled) < len(shuffled) / 2
+    a = score.score([write(tmp_path / "ours.jsonl", ordered)])
+    b = score.score([write(tmp_path / "theirs.jsonl", [], extra_lines=shuffled)])
+    assert a["groups"] == b["groups"] and a["validation_rows"] == b["validation_rows"] == 512
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda row: {**row, "seed": 3}, r"unknown \['seed'\]"),
+    (lambda row: {key: value for key, value in row.items() if key != "won"}, r"missing \['won'\]"),
+    (lambda row: {**row, "update": "5"}, "update must be a non-negative integer"),
+])
+def test_score__any_key_order_stays_strict_on_keys_and_types(tmp_path, capsys, change, message):
+    rows = [record.as_dict() for record in records("GRPO", "s1", 0, pattern(9))]
+    rows[4] = change(dict(reversed(rows[4].items())))
+    log = write(tmp_path / "log.jsonl", [], extra_lines=[json.dumps(row) for row in rows])
+    assert score.main([str(log)]) == 1
+    assert re.search(rf"log\.jsonl:5: .*{message}", capsys.readouterr().err)

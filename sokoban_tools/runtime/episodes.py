@@ -4,7 +4,8 @@ A fair comparison of training methods needs per-board results, not only a
 mean, so the runtime reports every episode it plays as an
 :class:`EpisodeRecord` and can append them to a JSONL log, which the scoring
 commands read back. Rows are compact JSON objects with exactly the keys of
-:data:`EPISODE_KEYS`, in that order:
+:data:`EPISODE_KEYS`, written in that order and read in any order (a JSON
+object's keys are unordered, and another trainer's writer will not keep ours):
 
 =====================  ======  =====================================================
 ``method``             str     the training method, e.g. ``"GRPO"``
@@ -75,8 +76,11 @@ class EpisodeRecord:
 
 def _problem(row: dict) -> str | None:
     """What is wrong with a decoded row, or ``None``."""
-    if tuple(row) != EPISODE_KEYS:
-        return f"keys are {list(row)}, expected {list(EPISODE_KEYS)} in that order"
+    missing = [key for key in EPISODE_KEYS if key not in row]
+    unknown = [key for key in row if key not in EPISODE_KEYS]
+    if missing or unknown:
+        return (f"keys are {list(row)}, expected {list(EPISODE_KEYS)} in any order "
+                f"(missing {missing}, unknown {unknown})")
     for key in ("method", "run", "task_id"):
         if not isinstance(row[key], str) or not row[key]:
             return f"{key} must be a non-empty string, got {row[key]!r}"
