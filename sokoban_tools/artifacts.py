@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .layout import outside_clone
+from .paths import unwritable
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -161,23 +162,6 @@ def clear_interrupted_writes(directories) -> list[Path]:
                     leftover.unlink()
                     removed.append(leftover)
     return removed
-
-
-def unwritable(path: Path) -> str | None:
-    """Why ``path`` cannot be written as a file, with the fix; ``None`` if it can."""
-    if path.is_dir():
-        return f"{path}: is a directory, but the command writes a file there; move it away"
-    existing = path.parent
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing}: is a file, but it must be a directory; give a directory (e.g. --data-dir)"
-    try:
-        tempfile.TemporaryFile(dir=existing).close()  # a real write test: root ignores mode bits
-    except OSError as err:
-        return (f"{existing}: cannot be written ({err.strerror}); make it writable "
-                f"(chmod u+w) or give another directory (e.g. --data-dir)")
-    return None
 
 
 def ready(paths, check: bool) -> bool:

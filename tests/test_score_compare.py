@@ -79,7 +79,7 @@ def test_compare__one_run_each_gives_the_paired_table_newcombe_interval_and_exac
     b_won[unsolved[30:42]] = True  # 12 boards only B solves
     a_log = write(tmp_path / "a.jsonl", records("CPAD", "s1", 10, a_won))
     b_log = write(tmp_path / "b.jsonl", records("GRPO", "s1", 10, b_won))
-    assert compare.main(["--a", str(a_log), "--b", str(b_log), "--json"]) == 0
+    assert compare.main(["--a", str(a_log), "--b", str(b_log), "--json", "--no-manifest"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)["updates"]
     both, a_only = int(np.sum(a_won & b_won)), int(np.sum(a_won & ~b_won))
     b_only, neither = int(np.sum(~a_won & b_won)), int(np.sum(~a_won & ~b_won))
@@ -96,10 +96,14 @@ def test_compare__several_runs_bootstrap_is_seeded_and_stated(tmp_path, capsys):
     a_log = write(tmp_path / "a.jsonl", *[records("A", f"s{i}", u, pattern(60 + 40 * u // 5 + i, i))
                                           for i in range(3) for u in (0, 5)])
     b_log = write(tmp_path / "b.jsonl", *[records("B", f"s{i}", u, pattern(60 + i, 2 * i)) for i in range(2) for u in (0, 5, 10)])
-    args = ["--a", str(a_log), "--b", str(b_log), "--plot", str(tmp_path / "curves.png")]
+    args = ["--a", str(a_log), "--b", str(b_log), "--plot", str(tmp_path / "curves.png"), "--no-manifest"]
+    assert compare.main(args) == 1  # B validated at update 10 too: not on both runs' schedules
+    assert "only B validated at update(s) 10: not on both runs' schedules" in capsys.readouterr().err
+    assert not (tmp_path / "curves.png").exists()
+    args += ["--updates", "0", "5"]
     assert compare.main(args) == 0
     text = capsys.readouterr().out
-    assert "2,000 resamples, seed 0" in text and "Not compared, only B validated at update(s) 10" in text
+    assert "2,000 resamples, seed 0" in text and "Settings NOT checked (--no-manifest)" in text
     first_png = (tmp_path / "curves.png").read_bytes()
     assert first_png.startswith(b"\x89PNG")
     assert compare.main(args + ["--json"]) == 0
@@ -114,9 +118,10 @@ def test_compare__several_runs_bootstrap_is_seeded_and_stated(tmp_path, capsys):
 
 def test_compare__needs_a_method_name_when_a_log_holds_several(tmp_path, capsys):
     log = write(tmp_path / "both.jsonl", records("A", "s1", 0, pattern(9)), records("B", "s1", 0, pattern(19)))
-    assert compare.main(["--a", str(log), "--b", str(log)]) == 1
+    assert compare.main(["--a", str(log), "--b", str(log), "--no-manifest"]) == 1
     assert "choose one with --method-a" in capsys.readouterr().err
-    assert compare.main(["--a", str(log), "--b", str(log), "--method-a", "A", "--method-b", "B", "--json"]) == 0
+    assert compare.main(["--a", str(log), "--b", str(log), "--method-a", "A", "--method-b", "B", "--json",
+                         "--no-manifest"]) == 0
     assert json.loads(capsys.readouterr().out)["updates"][0]["b_only"] >= 10
 
 
@@ -145,13 +150,14 @@ def test_score_and_compare__refuse_every_bad_log_naming_file_and_line(tmp_path, 
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err
     assert re.search(message, err), err
-    assert compare.main(["--a", str(log), "--b", str(good)]) == 1
+    assert compare.main(["--a", str(log), "--b", str(good), "--no-manifest"]) == 1
+    assert f"{log.name}:" in capsys.readouterr().err
 
 
 def test_compare__refuses_logs_of_different_board_sets(tmp_path, capsys):
     a_log = write(tmp_path / "a.jsonl", records("A", "s1", 0, pattern(10)))
     b_log = write(tmp_path / "b.jsonl", records("B", "s1", 0, pattern(10), digest="1" * 64))
-    assert compare.main(["--a", str(a_log), "--b", str(b_log)]) == 1
+    assert compare.main(["--a", str(a_log), "--b", str(b_log), "--no-manifest"]) == 1
     err = capsys.readouterr().err
     assert "b.jsonl:1: evaluation_sha256 111111111111… differs from" in err and "a.jsonl:1" in err
     assert "different board sets" in err
