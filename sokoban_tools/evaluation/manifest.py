@@ -334,19 +334,25 @@ def costs_from_verl_metrics(metrics: Mapping[str, object], gpus: int) -> dict[st
     return entries
 
 
-def add_costs(log: Path | str, entries: Mapping[str, tuple[str, float]]) -> dict:
-    """Add ``entries`` (name: (unit, amount)) to the costs of the manifest beside
-    ``log`` and write it again (atomically); returns the manifest."""
-    path = manifest_path(log)
-    manifest = read_manifest(path)
+def merge_costs(manifest: dict, entries: Mapping[str, tuple[str, float]], source: str) -> dict:
+    """``manifest`` with ``entries`` (name: (unit, amount)) added to its costs;
+    an entry already kept in another unit is refused."""
     costs = manifest["costs"]
     for name, (unit, amount) in entries.items():
         entry = costs.setdefault(name, {"unit": unit, "value": 0})
         if entry["unit"] != unit:
-            raise ManifestError(f"{path}: costs.{name} is in {entry['unit']}, not {unit}; name the entry "
+            raise ManifestError(f"{source}: costs.{name} is in {entry['unit']}, not {unit}; name the entry "
                                 f"of another unit differently")
         entry["value"] += amount
-        check_cost(name, entry, str(path))
+        check_cost(name, entry, source)
+    return manifest
+
+
+def add_costs(log: Path | str, entries: Mapping[str, tuple[str, float]]) -> dict:
+    """Add ``entries`` (name: (unit, amount)) to the costs of the manifest beside
+    ``log`` and write it again (atomically); returns the manifest."""
+    path = manifest_path(log)
+    manifest = merge_costs(read_manifest(path), entries, str(path))
     write_atomic(path, json_document(manifest))
     return manifest
 
