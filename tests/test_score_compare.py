@@ -3,8 +3,10 @@ refused with its file and line."""
 
 import json
 import math
+import os
 import re
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -190,7 +192,7 @@ def test_card__documents_the_episode_log_schema_key_by_key():
 def test_score__a_log_of_training_rows_only_has_nothing_to_score(tmp_path, capsys):
     log = write(tmp_path / "train.jsonl", [EpisodeRecord("A", "s1", "training", 1, "train-00001", False, 15, -1.5, None)])
     assert score.main([str(log)]) == 1
-    assert "hold no validation rows" in capsys.readouterr().err
+    assert f"{log}: holds no validation rows (1 training rows)" in capsys.readouterr().err
 
 
 def test_score__a_log_with_keys_in_another_order_scores_identically(tmp_path):
@@ -218,3 +220,64 @@ def test_score__any_key_order_stays_strict_on_keys_and_types(tmp_path, capsys, c
     log = write(tmp_path / "log.jsonl", [], extra_lines=[json.dumps(row) for row in rows])
     assert score.main([str(log)]) == 1
     assert re.search(rf"log\.jsonl:5: .*{message}", capsys.readouterr().err)
+
+
+# --- every path argument checked first: one line naming it, exit 1, nothing written -------------
+
+def special_paths(tmp_path):
+    """(name, path) of what is not a readable regular file; each must be refused at once."""
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.jsonl"
+    zero.symlink_to("/dev/zero")
+    folder = tmp_path / "folder.jsonl"
+    folder.mkdir()
+    return [("a FIFO", fifo, "is not a regular file but a FIFO"),
+            ("/dev/zero", zero, "is not a regular file but a character device"),
+            ("a directory", folder, "is not a regular file but a directory"),
+            ("missing", tmp_path / "missing.jsonl", r"cannot be read \(No such file or directory\)")]
+
+
+def refused_in_one_line(capsys, path, message):
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: ") or err.startswith(f"error: fairness/evaluation.jsonl ({path})"), err
+    assert re.search(message, err) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_score_and_compare__refuse_special_files_as_logs_manifests_and_evaluation(tmp_path, capsys):
+    good = write(tmp_path / "good.jsonl", records("B", "s1", 0, pattern(10)))
+    for _, path, message in special_paths(tmp_path):
+        assert score.main([str(path)]) == 1
+        refused_in_one_line(capsys, path, message)
+        assert compare.main(["--a", str(good), "--b", str(path), "--no-manifest"]) == 1
+        refused_in_one_line(capsys, path, message)
+        assert score.main([str(good), "--evaluation", str(path)]) == 1
+        refused_in_one_line(capsys, path, message)
+    manifest = tmp_path / "good.jsonl.manifest.json"
+    (tmp_path / "targets").mkdir()
+    for _, path, message in special_paths(tmp_path / "targets")[:3]:  # a manifest that resolves to each
+        if manifest.exists() or manifest.is_symlink():
+            manifest.unlink()
+        manifest.symlink_to(path)
+        assert compare.main(["--a", str(good), "--b", str(good)]) == 1
+        refused_in_one_line(capsys, manifest, message)
+
+
+def test_score__names_an_empty_log(tmp_path, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    good = write(tmp_path / "good.jsonl", records("B", "s1", 0, pattern(10)))
+    assert score.main([str(good), str(empty)]) == 1
+    refused_in_one_line(capsys, empty, "is empty, but an episode log holds one JSON line per finished episode")
+
+
+@pytest.mark.parametrize("where", ["a directory", "under /proc", "under a file", "a device"])
+def test_compare__refuses_a_plot_it_cannot_write_before_the_work(tmp_path, capsys, monkeypatch, where):
+    plot = {"a directory": tmp_path, "under /proc": Path("/proc/curves.png"),
+            "under a file": tmp_path / "good.jsonl" / "curves.png", "a device": Path("/dev/null")}[where]
+    good = write(tmp_path / "good.jsonl", records("B", "s1", 0, pattern(10)))
+    monkeypatch.setattr(compare, "compare", lambda *a, **k: pytest.fail("the work started"))
+    assert compare.main(["--a", str(good), "--b", str(good), "--no-manifest", "--plot", str(plot)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --plot ") and err.count("\n") == 1 and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.jsonl"]

@@ -38,9 +38,11 @@ from pathlib import Path
 from typing import Iterable
 
 from ..data.records import DataError
+from ..paths import read_bounded
 
 EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256")
 PHASES = ("validation", "training")
+MAX_LOG_BYTES = 1 << 30  # about five million episodes; a reader refuses a larger file (split it)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -124,8 +126,8 @@ def read_episodes(path: Path | str) -> list[EpisodeRecord]:
     path = Path(path)
     fix = "repair or remove that line, or write the log again with the runtime"
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_bounded(path, MAX_LOG_BYTES, "episode log").decode("utf-8")
+    except UnicodeDecodeError as err:
         raise DataError(f"{path}: cannot be read as UTF-8 text ({err}); {fix}") from None
     if text and not text.endswith("\n"):
         raise DataError(f"{path}:{text.count(chr(10)) + 1}: the last line has no newline "
