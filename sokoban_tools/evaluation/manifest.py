@@ -47,6 +47,7 @@ from ..data.records import DataError
 from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..paths import read_bounded
 from ..protocol import PROTOCOL
+from ..runtime.episodes import _refuse_duplicate_keys  # the log reader's: one rule for both files
 
 FORMAT = "sokoban-fairness run manifest 1"
 SUFFIX = ".manifest.json"  # appended to the episode log's name
@@ -278,14 +279,6 @@ def check_cost(name, entry, source: str) -> None:
     value = entry["value"]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ManifestError(f"{where}.value must be a finite number >= 0, got {value!r}")
-
-
-def _refuse_duplicate_keys(pairs: list) -> dict:
-    keys = [key for key, _ in pairs]
-    duplicated = sorted({key for key in keys if keys.count(key) > 1})
-    if duplicated:
-        raise ValueError(f"duplicate keys {duplicated}")
-    return dict(pairs)
 
 
 def read_manifest(path: Path | str) -> dict:
