@@ -16,12 +16,10 @@ import stat
 import tempfile
 from pathlib import Path
 
-from sokoban_fairness import NotRegularFileError, open_regular_file
-
-from .data.records import DataError
+from sokoban_published import NotRegularFileError, open_regular_file
 
 
-class PathError(DataError):
+class PathError(ValueError):
     """A path argument that cannot be read or written as the command needs."""
 
 

@@ -1,6 +1,6 @@
 """Compare two methods board by board at every update both have validated.
 
-    python -m sokoban_tools.compare --a LOG [LOG ...] --b LOG [LOG ...]
+    python -m sokoban_tools compare --a LOG [LOG ...] --b LOG [LOG ...]
                                     [--method-a NAME --method-b NAME] [--plot FILE] [--json]
                                     [--allow-difference KEY ...] [--updates U ...] [--no-manifest]
 
@@ -36,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sokoban_fairness import ChecksumError
+from sokoban_published import ChecksumError
 
-from ..artifacts import write_atomic
-from ..data.records import DataError
-from ..paths import unwritable
+from ..files import write_atomic
+from ..paths import PathError, unwritable
+from ..rows import DataError
 from .figures import line_chart
 from .manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
 from .score import table
@@ -269,7 +269,7 @@ def learning_curves(report: dict) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools.compare",
+    parser = argparse.ArgumentParser(prog="python -m sokoban_tools compare",
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 2)[2])
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                          manifests=not args.no_manifest, allowed=args.allow_difference, updates=args.updates)
         if args.plot:
             write_atomic(args.plot, learning_curves(report))
-    except (DataError, ChecksumError) as err:
+    except (DataError, ChecksumError, PathError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except OSError as err:  # --plot changed since it was checked

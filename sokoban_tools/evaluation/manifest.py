@@ -40,13 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from sokoban_fairness import PUBLISHED_FILES, RELEASE
+from sokoban_published import PUBLISHED_FILES, RELEASE
 
-from ..artifacts import json_document, write_atomic
-from ..data.records import DataError
+from ..files import json_document, write_atomic
 from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..paths import read_bounded
 from ..protocol import PROTOCOL
+from ..rows import DataError
 from ..runtime.episodes import _refuse_duplicate_keys  # the log reader's: one rule for both files
 
 FORMAT = "sokoban-fairness run manifest 1"

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ..data.records import DataError
 from ..paths import read_bounded
+from ..rows import DataError
 
 EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256")
 PHASES = ("validation", "training")

@@ -42,9 +42,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from ..data.generator import GeneratorConfig
-from ..data.records import BoardRow
 from ..layout import ROOT, TRAIN_DATA, VALIDATION_DATA
+from ..protocol import DIM_ROOM, NUM_BOXES, SEARCH_DEPTH
+from ..rows import BoardRow
 from .env import ACTION_CHOICES, DEFAULT_MAX_STEPS, MODES, NO_ACTION, FairSokobanEnv, is_action
 from .episodes import EpisodeRecord, append_episodes
 from .sampler import TrainingSampler, validation_chunks
@@ -52,10 +52,9 @@ from .tasks import load_tasks
 
 HUB_REPO_ID = "org/sokoban-fairness"
 DEFAULT_RESOURCES = MappingProxyType({"num_cpus": 0.1})
-FAIRNESS = GeneratorConfig()  # the generator settings the stored boards were made with
 FAIRNESS_SETTINGS = (
-    f"env.sokoban.dim_room=[{FAIRNESS.dim_room[0]},{FAIRNESS.dim_room[1]}], "
-    f"env.sokoban.num_boxes={FAIRNESS.num_boxes}, env.sokoban.search_depth={FAIRNESS.search_depth}"
+    f"env.sokoban.dim_room=[{DIM_ROOM[0]},{DIM_ROOM[1]}], "
+    f"env.sokoban.num_boxes={NUM_BOXES}, env.sokoban.search_depth={SEARCH_DEPTH}"
 )
 ENV_KWARGS = ("dim_room", "num_boxes", "max_steps", "search_depth")
 
@@ -158,7 +157,7 @@ def load_boards(name: str, dataset_dir: Path | str | None = None, hub_revision: 
     its SHA-256: from ``dataset_dir`` (default: this repository), or, with
     ``hub_revision`` (a commit, so the boards cannot change under a run), downloaded
     from the Hub. Either way the file must be the published one (SHA-256 and rows)."""
-    from sokoban_fairness import PUBLISHED_FILES
+    from sokoban_published import PUBLISHED_FILES
 
     if hub_revision is not None:
         if dataset_dir is not None:
@@ -177,7 +176,7 @@ def check_env_kwargs(env_kwargs: Mapping | None) -> int:
     unknown = sorted(set(env_kwargs) - set(ENV_KWARGS))
     if unknown:
         raise ValueError(f"env_kwargs has unknown keys {unknown}; expected some of {list(ENV_KWARGS)}")
-    wanted = {"dim_room": FAIRNESS.dim_room, "num_boxes": FAIRNESS.num_boxes, "search_depth": FAIRNESS.search_depth}
+    wanted = {"dim_room": DIM_ROOM, "num_boxes": NUM_BOXES, "search_depth": SEARCH_DEPTH}
     for key, value in wanted.items():
         given = env_kwargs.get(key, value)
         # dim_room comes as a list, a tuple or the trainer config's list type

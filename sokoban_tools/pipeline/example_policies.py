@@ -1,7 +1,7 @@
 """A worked example on real episodes: two simple policies, several runs, a few updates.
 
-    python -m sokoban_tools.example_policies            # write examples/episodes/*.jsonl
-    python -m sokoban_tools.example_policies --check    # replay; fail if a committed log differs
+    python -m sokoban_tools example            # write examples/episodes/*.jsonl
+    python -m sokoban_tools example --check    # replay; fail if a committed log differs
 
 Both policies play every validation board through the runtime environment
 (:class:`sokoban_tools.runtime.env.FairSokobanEnv`, 15 actions), seeing only the
@@ -32,20 +32,20 @@ from pathlib import Path
 
 import numpy as np
 
-from sokoban_fairness import PUBLISHED_FILES
+from sokoban_published import PUBLISHED_FILES
 
-from ..artifacts import command_line, json_document, run_command, worker_processes
-from ..data.records import BoardRow
+from ..evaluation.manifest import SETTING, environment_settings, manifest_path, merge_costs, new_manifest
+from ..evaluation.scoring import DEFAULT_VALIDATION
 from ..layout import EXAMPLE_EPISODES, VALIDATION_DATA
+from ..rows import BoardRow
 from ..rules.board import ACTIONS, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
 from ..rules.solver import shortest_solution
 from ..runtime.env import DEFAULT_MAX_STEPS, PLAYER_ON_TARGET, FairSokobanEnv
 from ..runtime.episodes import EpisodeRecord
 from ..runtime.tasks import load_validation
-from .manifest import SETTING, environment_settings, manifest_path, merge_costs, new_manifest
-from .scoring import DEFAULT_VALIDATION
+from .artifacts import command_line, json_document, run_command, worker_processes
 
-COMMAND = "python -m sokoban_tools.example_policies"
+COMMAND = "python -m sokoban_tools example"
 OUT_DIR = EXAMPLE_EPISODES
 METHODS = ("random", "path-follower")
 RUNS = 3
