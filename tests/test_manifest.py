@@ -129,7 +129,9 @@ def bad_manifests():
          r"data_sha256\.fairness/train\.jsonl is '0{64}', not the published"),
         ("evaluation digest", lambda m: m["data_sha256"].pop("fairness/evaluation.jsonl"),
          r"data_sha256\.fairness/evaluation\.jsonl is None, not the published"),
-        ("release", lambda m: m.__setitem__("release", "0.9.0"), r"release is '0\.9\.0', expected"),
+        ("release", lambda m: m.__setitem__("release", 1), r"release must be a non-empty string, got 1"),
+        ("evaluation digest null", lambda m: m["data_sha256"].__setitem__("fairness/evaluation.jsonl", None),
+         r"data_sha256\.fairness/evaluation\.jsonl is None, not the published"),
         ("cost unit", lambda m: m["costs"].__setitem__("gen", {"unit": "", "value": 3}), r"costs\.gen\.unit must name"),
         ("cost value", lambda m: m["costs"].__setitem__("gen", {"unit": "GPU-seconds", "value": -1}),
          r"costs\.gen\.value must be a finite number >= 0"),
@@ -152,6 +154,10 @@ def test_a_good_hand_written_manifest_is_read_in_any_key_order_with_free_notes(t
     path = tmp_path / "run.jsonl.manifest.json"
     path.write_text(json.dumps({**dict(reversed(manifest.items())), "settings": dict(reversed(manifest["settings"].items()))}))
     assert read_manifest(path) == manifest
+    scripted = new_manifest("random", example_settings(), trained=False)  # trained on no boards
+    path.write_text(json.dumps(scripted))
+    assert read_manifest(path)["data_sha256"] == {"fairness/train.jsonl": None,
+                                                  "fairness/evaluation.jsonl": manifest["data_sha256"]["fairness/evaluation.jsonl"]}
     path.write_text(json.dumps(manifest).replace('"method": "GRPO"', '"method": "GRPO", "method": "PPO"'))
     with pytest.raises(ManifestError, match="duplicate keys"):
         read_manifest(path)

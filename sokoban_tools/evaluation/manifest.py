@@ -16,9 +16,11 @@ A manifest is a JSON object with exactly these keys (any order):
 =================  ============================================================
 ``format``         :data:`FORMAT`
 ``protocol``       the evaluation protocol, ``sokoban-eval-256-v1``
-``release``        the dataset release whose files the run used
+``release``        the dataset release whose files the run used (as recorded;
+                   the digests decide)
 ``data_sha256``    ``{"fairness/train.jsonl": SHA-256, "fairness/evaluation.jsonl":
-                   SHA-256}``: must be the published files' digests
+                   SHA-256}``: must be the published files' digests; the
+                   training file's is null for a run that trained on no boards
 ``method``         the method, free text (it may differ between compared runs)
 ``settings``       every key of :data:`SETTINGS`; a value of the stated type, or
                    null where the setting does not apply (a scripted policy
@@ -155,8 +157,9 @@ def manifest_path(log: Path | str) -> Path:
     return log.with_name(log.name + SUFFIX)
 
 
-def new_manifest(method: str, settings: Mapping[str, object], notes=None) -> dict:
-    """A checked manifest of the current release's files, with no costs yet."""
+def new_manifest(method: str, settings: Mapping[str, object], notes=None, trained: bool = True) -> dict:
+    """A checked manifest of the current release's files (the training file's
+    digest null unless ``trained``), with no costs yet."""
     missing = [key for key in SETTING if key not in settings]
     unknown = [key for key in settings if key not in SETTING]
     if missing or unknown:
@@ -165,7 +168,8 @@ def new_manifest(method: str, settings: Mapping[str, object], notes=None) -> dic
         "format": FORMAT,
         "protocol": PROTOCOL,
         "release": RELEASE,
-        "data_sha256": {name: PUBLISHED_FILES[name]["sha256"] for name in DATA_FILES},
+        "data_sha256": {name: PUBLISHED_FILES[name]["sha256"] if trained or name != TRAIN_DATA else None
+                        for name in DATA_FILES},
         "method": method,
         "settings": {setting.key: settings[setting.key] for setting in SETTINGS},
         "costs": {},
@@ -234,16 +238,19 @@ def check_manifest(manifest, source: str) -> dict:
     missing = [key for key in KEYS if key not in manifest]
     if missing:
         raise ManifestError(f"{source}: missing key {missing[0]!r}; {fix}")
-    for key, expected in (("format", FORMAT), ("protocol", PROTOCOL), ("release", RELEASE)):
+    for key, expected in (("format", FORMAT), ("protocol", PROTOCOL)):
         if manifest[key] != expected:
-            raise ManifestError(f"{source}: {key} is {manifest[key]!r}, expected {expected!r}: the run is "
-                                f"not of the current release's protocol; {fix}")
+            raise ManifestError(f"{source}: {key} is {manifest[key]!r}, expected {expected!r}; {fix}")
+    if not isinstance(manifest["release"], str) or not manifest["release"]:  # the digests below decide
+        raise ManifestError(f"{source}: release must be a non-empty string, got {manifest['release']!r}; {fix}")
     digests = _object(manifest["data_sha256"], "data_sha256", source)
     for name in digests:
         if name not in DATA_FILES:
             raise ManifestError(f"{source}: data_sha256: unknown key {name!r}; it names {', '.join(DATA_FILES)}")
     for name in DATA_FILES:
         published = PUBLISHED_FILES[name]["sha256"]
+        if name == TRAIN_DATA and name in digests and digests[name] is None:
+            continue  # a run that trained on no boards, such as a scripted policy
         if digests.get(name) != published:
             raise ManifestError(f"{source}: data_sha256.{name} is {digests.get(name)!r}, not the published "
                                 f"file's {published} (release {RELEASE}): the run used other boards, which "

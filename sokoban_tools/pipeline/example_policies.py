@@ -117,7 +117,7 @@ def example_manifest(method: str, updates: tuple[int, ...], steps: int, searches
     manifest = new_manifest(method, settings, notes=(
         "A scripted policy of the worked example: it has no weights, prompt or decoding (null), sees the "
         "state observation and plays the environment's horizon and rewards; costs count environment steps "
-        "and the path follower's shortest-path searches."))
+        "and the path follower's shortest-path searches."), trained=False)
     entries = {"environment_steps": ("environment steps", steps)}
     if searches:
         entries["shortest_path_searches"] = ("solver calls", searches)
