@@ -9,6 +9,7 @@ Standard library only, since the selector imports it through the pipeline.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -35,6 +36,11 @@ def is_sha256(value) -> bool:
 
 def sha256_file(path: Path | str) -> str:
     return sha256_bytes(Path(path).read_bytes())
+
+
+def json_document(obj) -> bytes:
+    """The bytes of a written JSON document: keys in insertion order, indented, one final newline."""
+    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def write_temp(path: Path, data: bytes) -> str:

@@ -14,14 +14,13 @@ says how to fix it, so a damaged file never reaches a trainer or a report silent
 from __future__ import annotations
 
 import json
-import os
-import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from sokoban_published import ROW_KEYS, row_problem
 
+from .paths import PathError, read_bounded
 from .rules.board import Board, from_lurd, lurd_of, play, to_lurd
 
 REGENERATE_HINT = "regenerate it with the reproduction commands in fairness/README.md"
@@ -127,24 +126,14 @@ def read_rows(path: Path | str) -> list[BoardRow]:
 
 
 def read_regular_file(path: Path | str, fix: str = REGENERATE_HINT) -> bytes:
-    """The bytes of ``path``, which must resolve to a regular file of at most
-    :data:`MAX_FILE_BYTES`; checked before a byte is read, so a FIFO, a device or
-    a folder in its place is a :class:`DataError` naming it (ending with ``fix``),
-    never a hang, a traceback or a full memory."""
-    try:  # non-blocking, so that opening a FIFO returns at once; fstat then says what it is
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as err:
-        raise DataError(f"{path}: cannot be read ({err.strerror}); {fix}") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, device or socket"
-        raise DataError(f"{path}: is {kind} (it resolves to {os.path.realpath(path)}), not a regular file; {fix}")
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise DataError(f"{path}: has more than {MAX_FILE_BYTES:,} bytes, far more than any file of the dataset; {fix}")
-    return data
+    """The bytes of ``path`` if it is a regular file of at most :data:`MAX_FILE_BYTES`
+    (:func:`paths.read_bounded`, checked before a byte is read: a FIFO, a device
+    or a folder neither hangs nor fills the memory); else a :class:`DataError`
+    naming it and ending with ``fix``."""
+    try:
+        return read_bounded(path, MAX_FILE_BYTES)
+    except PathError as err:
+        raise DataError(f"{err}; {fix}") from None
 
 
 def read_board_file(path: Path | str) -> tuple[bytes, list[BoardRow]]:

@@ -407,6 +407,6 @@ def test_an_input_that_is_no_regular_file_is_refused_in_one_line_without_hanging
     assert main(["--data-dir", str(tmp_path), "--workers", "1"] if reader in ("verify", "baselines")
                 else ["--data-dir", str(tmp_path)]) == 1
     err = one_line_error(capsys)
-    expected = "a directory" if kind == "directory" else "a FIFO, device or socket"
-    assert err.startswith(f"error: {target}: is {expected}"), err
+    expected = {"fifo": "a FIFO (named pipe)", "directory": "a directory", "/dev/zero": "a character device"}[kind]
+    assert err.startswith(f"error: {target}: is not a regular file but {expected}"), err
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != artifacts.LOCK) == before  # nothing written

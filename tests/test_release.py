@@ -194,8 +194,8 @@ def intact(tmp_path):
 @pytest.mark.parametrize("damage, problem", [
     ("rows as text", "hold an entry of the wrong type (expected a whole number, got '5000' (str))"),
     ("a list", "hold an entry of the wrong type"),
-    ("fifo", "is a FIFO, device or socket"),
-    ("directory", "is a directory"),
+    ("fifo", "is not a regular file but a FIFO (named pipe)"),
+    ("directory", "is not a regular file but a directory"),
 ])
 def test_card__a_report_of_the_wrong_type_or_no_regular_file_is_refused(intact, damage, problem):
     report = intact / "fairness" / "summary.json"

@@ -42,13 +42,13 @@ import fcntl
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..files import sha256_bytes, sync_directory, write_atomic, write_temp
+from ..files import json_document, sha256_bytes, sync_directory, write_atomic, write_temp  # noqa: F401 (json_document: for the pipeline's reports)
+from ..paths import unwritable
 from ..layout import DATA_FOLDER, DOCS_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, ROOT
 from .release import FLAG, ReleaseError, check_rewrite
 
@@ -62,11 +62,6 @@ REPRODUCE = "python -m sokoban_tools reproduce"
 # The clone's folders `reproduce` writes (and clears of interrupted writes' leftovers).
 REPRODUCED_DIRECTORIES = tuple(path.resolve() for path in (ROOT, ROOT / DATA_FOLDER, ROOT / IMAGES_FOLDER,
                                                             ROOT / DOCS_FOLDER, EXAMPLE_EPISODES))
-
-
-def json_document(obj) -> bytes:
-    """The bytes of a generated JSON report: keys in insertion order, indented, one final newline."""
-    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def write_set(files: dict[Path, bytes], command: str) -> None:
@@ -222,24 +217,6 @@ def not_a_file(path: Path) -> str | None:
         return f"{path}: is a directory, but the command writes a file there; move it away"
     if path.exists() and not path.is_file():
         return f"{path}: is a special file (a FIFO or a device), but the command writes a file there; move it away"
-    return None
-
-
-def unwritable(path: Path) -> str | None:
-    """Why ``path`` cannot be written as a file, with the fix; ``None`` if it can."""
-    problem = not_a_file(path)
-    if problem:
-        return problem
-    existing = path.parent
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing}: is a file, but it must be a directory; give a directory (e.g. --data-dir)"
-    try:
-        tempfile.TemporaryFile(dir=existing).close()  # a real write test: root ignores mode bits
-    except OSError as err:
-        return (f"{existing}: cannot be written ({err.strerror}); make it writable "
-                f"(chmod u+w) or give another directory (e.g. --data-dir)")
     return None
 
 
