@@ -79,6 +79,9 @@ def test_training__validation_in_between_changes_no_draw():
     validation = local(seed=1003, env_num=128, is_train=False)
     for _ in range(4):
         plain.reset()
+        if validation.chunks_played == validation.num_chunks:
+            validation.end_pass()
+            validation.begin_pass(update=1)
         validation.reset()
         validation.step([1] * 128)
         interleaved.reset()
@@ -131,16 +134,32 @@ def test_validation__128_workers_play_the_256_boards_in_stored_order_in_two_chun
     assert {r.phase for r in records} == {"validation"} and {r.update for r in records} == {0}
 
 
-def test_validation__a_pass_wraps_to_the_first_board_and_end_pass_refuses_an_incomplete_pass(evaluation):
+def test_validation__a_pass_plays_each_board_once_and_a_reset_past_its_last_chunk_is_refused(evaluation):
     envs = local(seed=1000, env_num=64, is_train=False)
     with pytest.raises(RuntimeError, match="0 of 4 chunks played"):
         envs.end_pass()
-    for _ in range(4):
+    for _ in range(4):  # the first pass may start without begin_pass, at update 0
         envs.reset()
-    envs.reset()  # the fifth reset starts the next pass, ending the first
-    assert envs.passes_completed == 1 and envs.task_ids[0] == evaluation[0].task_id
+    with pytest.raises(RuntimeError, match="past the last of the 4 chunks"):
+        envs.reset()
+    assert envs.chunks_played == 4 and envs.passes_completed == 0  # the refused reset changed nothing
+    assert [r.task_id for r in envs.end_pass()] == [row.task_id for row in evaluation]
+    with pytest.raises(RuntimeError, match="pass 2 was not begun: call begin_pass"):
+        envs.reset()
+    assert envs.begin_pass(update=5) == 4
+    envs.reset()
+    assert envs.task_ids[0] == evaluation[0].task_id and envs.validation_update == 5
     with pytest.raises(RuntimeError, match="stopped after chunk 1 of 4"):
-        envs.begin_pass(update=5)
+        envs.begin_pass(update=6)
+
+
+def test_validation__begin_pass_after_a_full_pass_ends_it_and_keeps_its_records(evaluation):
+    envs = local(seed=1000, env_num=128, is_train=False)
+    for _ in range(2):
+        envs.reset()
+    envs.begin_pass(update=3)
+    assert envs.passes_completed == 1
+    assert sorted(r.task_id for r in envs.take_episodes()) == sorted(row.task_id for row in evaluation)
 
 
 def test_validation__stored_solutions_win_every_board_and_the_records_say_so(evaluation, tmp_path):
