@@ -26,6 +26,8 @@ FAIRNESS_SETTINGS = (
 ENV_KWARGS = ("dim_room", "num_boxes", "max_steps", "search_depth")
 BACKENDS = ("ray", "local")
 DEFAULT_MAX_RESTARTS = 3
+# resources_per_worker names (verl-agent's, and Ray's actor options) and Ray's resource names
+RAY_RESOURCES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 
 
 @dataclass(frozen=True)
@@ -145,8 +147,9 @@ def check_resources(resources) -> dict[str, float]:
                         f"got {type(resources).__name__}")
     checked = {}
     for name, amount in dict(resources).items():
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"resources_per_worker keys must be Ray resource names, got {name!r}")
+        if name not in RAY_RESOURCES:
+            raise ValueError(f"resources_per_worker {name}: not a resource the runtime can ask Ray for; use "
+                             f"{', '.join(RAY_RESOURCES)}")
         if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not math.isfinite(amount) or amount < 0:
             raise ValueError(f"resources_per_worker {name} must be a non-negative number, got {amount!r}")
         checked[name] = amount

@@ -25,12 +25,11 @@ import time
 from typing import Mapping
 
 from ..rules.board import Board
+from .config import RAY_RESOURCES
 from .env import FairSokobanEnv
 from .recovery import Journal, WorkerError, recover
 
 DEFAULT_ENVS_PER_ACTOR = 32
-# resources_per_worker names (verl-agent's, and Ray's actor options) and Ray's resource names
-RAY_RESOURCES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 
 
 class EnvironmentFailure(Exception):
