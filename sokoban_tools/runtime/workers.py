@@ -187,7 +187,8 @@ class RayWorkers(Workers):
 
     def _start_slice(self, size: int) -> int:
         options = {name: _amount(amount * size) for name, amount in self._resources.items()}
-        self.actors.append(self._actor_class.options(**options).remote(size))
+        # spread over the nodes, so that losing one loses few environments
+        self.actors.append(self._actor_class.options(scheduling_strategy="SPREAD", **options).remote(size))
         return len(self.actors) - 1
 
     def reset(self, boards, labels, mode, max_steps):
