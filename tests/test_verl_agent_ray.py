@@ -88,7 +88,8 @@ def test_ray__reset_step_and_render_return_verl_agents_shapes_and_types(training
     assert all(type(r) is float for r in rewards) and all(type(d) is bool for d in dones)
     assert all(set(i) == {"action_is_effective", "won"} and all(type(v) is bool for v in i.values()) for i in infos)
     assert infos[2] == {"action_is_effective": False, "won": False} and rewards[2] == -0.1
-    grids = training.render(mode="tiny_rgb_array")
+    grids = training.render(mode="tiny_rgb_array")  # kept from the step's results: the actors' own renders
+    assert grids == training.workers.render("tiny_rgb_array", [0, 1, 2, 3])
     assert len(grids) == 4 and all(isinstance(g, str) and g.count("\n") == 5 for g in grids)
     lists = training.render(mode="list")
     assert all(isinstance(rows, list) and len(rows) == 6 and all(isinstance(r, str) for r in rows) for rows in lists)
@@ -237,6 +238,7 @@ def play(envs, turns, policy, fault=None):
         if fault:
             fault(turn)
         seen.append(plain(envs.step([policy.randrange(5) for _ in range(envs.num_processes)])))
+        seen.append(envs.render(mode="tiny_rgb_array"))  # what verl-agent's manager renders each turn
     seen.append(plain(envs.render(mode="list")))
     return seen
 

@@ -111,6 +111,10 @@ class FairSokobanEnvs:
             self._envs_per_actor = worker_pool.ray_actor_size(config.resources, config.envs_per_actor,
                                                               self.num_processes)
         self._workers: worker_pool.Workers | None = None
+        # verl-agent's manager renders every environment as text after each reset and step of
+        # an image mode: the workers return those renders with the results, saving a round trip
+        self._text_mode = "tiny_rgb_array" if config.mode == "rgb_array" else None
+        self._texts: list | None = None  # the text renders of the current positions
         self._episodes: list[_Episode] = []
         self._finished: list[EpisodeRecord] = []
         self._start_workers()
@@ -125,15 +129,16 @@ class FairSokobanEnvs:
         positions, update = self._schedule.next_reset()
         worker_pool.lease(self._workers, self)
         self._episodes = [_Episode(p, self._rows[p].task_id, update) for p in positions]
-        results = self._workers.reset([self._rows[p].board for p in positions],
-                                      [self._rows[p].task_id for p in positions], self.mode, self.config.max_steps)
+        results = self._with_texts(self._workers.reset(
+            [self._rows[p].board for p in positions], [self._rows[p].task_id for p in positions], self.mode,
+            self.config.max_steps, self._text_mode))
         return [obs for obs, _ in results], [info for _, info in results]
 
     def step(self, actions):
         """One action per environment (0-4); returns ``(obs_list, reward_list, done_list, info_list)``."""
         actions = self._checked_actions(actions)
         self._require_episodes()
-        results = self._workers.step(actions)
+        results = self._with_texts(self._workers.step(actions, self._text_mode))
         finished = []
         for episode, action, (_, reward, done, info) in zip(self._episodes, actions, results):
             if episode.ended:
@@ -152,11 +157,11 @@ class FairSokobanEnvs:
         if mode not in MODES:
             raise ValueError(f"render mode must be one of {', '.join(MODES)}; got {mode!r}")
         self._require_episodes("render")
+        if mode == self._text_mode and self._texts is not None:
+            return list(self._texts) if env_idx is None else self._texts[self._checked_index(env_idx)]
         if env_idx is None:
             return self._workers.render(mode, list(range(self.num_processes)))
-        if isinstance(env_idx, bool) or not isinstance(env_idx, int) or not 0 <= env_idx < self.num_processes:
-            raise ValueError(f"env_idx must be a worker index 0-{self.num_processes - 1}, got {env_idx!r}")
-        return self._workers.render(mode, [env_idx])[0]
+        return self._workers.render(mode, [self._checked_index(env_idx)])[0]
 
     def close(self) -> None:
         """Record the open episodes and release the workers, which this process's training and
@@ -256,6 +261,18 @@ class FairSokobanEnvs:
         if not self._episodes or self.workers is None or self._workers.holder is not self:
             raise RuntimeError(f"nothing to {what}: call reset() first (a close(), or the other phase's "
                                f"reset(), which takes the shared workers, ends this phase's episodes)")
+
+    def _with_texts(self, results: list) -> list:
+        """``results`` without the text renders the workers paired them with, which are kept."""
+        if self._text_mode is None:
+            return results
+        self._texts = [text for _, text in results]
+        return [result for result, _ in results]
+
+    def _checked_index(self, env_idx) -> int:
+        if isinstance(env_idx, bool) or not isinstance(env_idx, int) or not 0 <= env_idx < self.num_processes:
+            raise ValueError(f"env_idx must be a worker index 0-{self.num_processes - 1}, got {env_idx!r}")
+        return env_idx
 
     def _checked_actions(self, actions) -> list[int]:
         actions = list(actions)

@@ -46,15 +46,16 @@ class EnvSlice:
     def __init__(self, size: int):
         self.envs: list[FairSokobanEnv | None] = [None] * size
 
-    def reset(self, slots: list[int], boards: list[Board], mode: str, max_steps: int) -> list:
+    def reset(self, slots: list[int], boards: list[Board], mode: str, max_steps: int, also: str | None = None) -> list:
+        """Each result, or with ``also`` (a render mode) a pair: the result and that render after it."""
         results = []
         for slot, board in zip(slots, boards):
             self.envs[slot] = FairSokobanEnv(mode, max_steps)
-            results.append(self._run(slot, "reset", board))
+            results.append(self._with(slot, also, self._run(slot, "reset", board)))
         return results
 
-    def step(self, slots: list[int], actions: list[int]) -> list:
-        return [self._run(slot, "step", action) for slot, action in zip(slots, actions)]
+    def step(self, slots: list[int], actions: list[int], also: str | None = None) -> list:
+        return [self._with(slot, also, self._run(slot, "step", action)) for slot, action in zip(slots, actions)]
 
     def render(self, slots: list[int], mode: str) -> list:
         return [self._run(slot, "render", mode) for slot in slots]
@@ -66,6 +67,9 @@ class EnvSlice:
                 board, mode, max_steps, actions = plan
                 self.reset([slot], [board], mode, max_steps)
                 self.step([slot] * len(actions), actions)
+
+    def _with(self, slot: int, also: str | None, result):
+        return result if also is None else (result, self._run(slot, "render", also))
 
     def ping(self) -> bool:
         return True
@@ -97,12 +101,13 @@ class Workers:
             number = self._start_slice(size)
             self.places += [(number, slot) for slot in range(size)]
 
-    def reset(self, boards: list[Board], labels: list[str], mode: str, max_steps: int) -> list:
-        """Reset environments 0..len(boards)-1 to ``boards`` (``labels``: their task IDs)."""
-        return self._call("reset", boards, lambda slots, items: (slots, items, mode, max_steps))
+    def reset(self, boards: list[Board], labels: list[str], mode: str, max_steps: int, also: str | None = None) -> list:
+        """Reset environments 0..len(boards)-1 to ``boards`` (``labels``: their task IDs); with
+        ``also``, each result comes paired with the render in that mode (see :meth:`EnvSlice.reset`)."""
+        return self._call("reset", boards, lambda slots, items: (slots, items, mode, max_steps, also))
 
-    def step(self, actions: list[int]) -> list:
-        return self._call("step", actions, lambda slots, items: (slots, items))
+    def step(self, actions: list[int], also: str | None = None) -> list:
+        return self._call("step", actions, lambda slots, items: (slots, items, also))
 
     def render(self, mode: str, indices: list[int]) -> list:
         by_slice = self._by_slice(indices)
@@ -191,13 +196,13 @@ class RayWorkers(Workers):
         self.actors.append(self._actor_class.options(scheduling_strategy="SPREAD", **options).remote(size))
         return len(self.actors) - 1
 
-    def reset(self, boards, labels, mode, max_steps):
+    def reset(self, boards, labels, mode, max_steps, also=None):
         for index, (board, label) in enumerate(zip(boards, labels)):
             self.journal.reset(index, board, label, mode, max_steps)
-        return super().reset(boards, labels, mode, max_steps)
+        return super().reset(boards, labels, mode, max_steps, also)
 
-    def step(self, actions):
-        results = super().step(actions)
+    def step(self, actions, also=None):
+        results = super().step(actions, also)
         for index, action in enumerate(actions):
             self.journal.step(index, action)
         return results
