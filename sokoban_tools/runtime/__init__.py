@@ -1,3 +1,3 @@
-"""Stage 5, load and play: checked task loading, the training sampler, the
-environment, the episode log and the verl-agent drop-in. What a trainer installs.
+"""Load and play: checked task loading, the training sampler, the environment, the
+episode log and the verl-agent drop-in. What a trainer installs.
 """

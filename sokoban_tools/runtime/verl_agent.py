@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from ..data.records import BoardRow
 from ..layout import ROOT, TRAIN_DATA, VALIDATION_DATA
+from ..rows import BoardRow
 from .config import FAIRNESS_SETTINGS, DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config  # noqa: F401
 from .env import ACTION_CHOICES, MODES, NO_ACTION, is_action
 from .episodes import EpisodeRecord, append_episodes
@@ -57,14 +57,13 @@ HUB_REPO_ID = "org/sokoban-fairness"
 DEFAULT_RESOURCES = MappingProxyType({"num_cpus": 0.1})
 
 
-
 def load_boards(name: str, dataset_dir: Path | str | None = None, hub_revision: str | None = None,
                 hub_repo_id: str = HUB_REPO_ID) -> tuple[list[BoardRow], str]:
     """The checked rows of the published file ``name`` (e.g. ``fairness/train.jsonl``) and
     its SHA-256: from ``dataset_dir`` (default: this repository), or, with
     ``hub_revision`` (a commit, so the boards cannot change under a run), downloaded
     from the Hub. Either way the file must be the published one (SHA-256 and rows)."""
-    from sokoban_fairness import PUBLISHED_FILES
+    from sokoban_published import PUBLISHED_FILES
 
     if hub_revision is not None:
         if dataset_dir is not None:
