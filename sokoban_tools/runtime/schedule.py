@@ -67,44 +67,6 @@ class ValidationSchedule:
         return self.num_chunks
 
     def next_reset(self) -> tuple[list[int], int]:
-        """The board positions of the next update, grouped, and its update number."""
-        batch = self.sampler.next_batch()
-        return [int(i) for i in batch.task_indices], batch.update
-
-
-class ValidationSchedule:
-    """The validation boards in chunks of ``env_num``, one pass at a time."""
-
-    def __init__(self, task_ids: Sequence[str], env_num: int):
-        if len(task_ids) % env_num:
-            raise ValueError(
-                f"validation env_num={env_num} does not divide the {len(task_ids)} validation boards, so "
-                f"some workers would have no board; use a divisor such as data.val_batch_size=128")
-        self._chunks = validation_chunks(task_ids, env_num)
-        self.chunks_played = 0
-        self.passes_completed = 0
-        self.update = 0
-        self._begun = False
-        self._records: list[tuple[int, EpisodeRecord]] = []
-
-    @property
-    def num_chunks(self) -> int:
-        return len(self._chunks)
-
-    def begin_pass(self, update: int) -> int:
-        """Start a pass labelled with the training ``update``; returns ``num_chunks``. A fully
-        played pass not yet ended is ended (its records stay in the log and ``take_episodes``)."""
-        if isinstance(update, bool) or not isinstance(update, int) or update < 0:
-            raise ValueError(f"update must be a non-negative integer, got {update!r}")
-        if self.chunks_played not in (0, self.num_chunks):
-            raise RuntimeError(f"the current validation pass stopped after chunk {self.chunks_played} of "
-                               f"{self.num_chunks}; finish it (reset() and play) before beginning another")
-        if self.chunks_played:
-            self.end_pass()
-        self.update, self._begun = update, True
-        return self.num_chunks
-
-    def next_reset(self) -> tuple[list[int], int]:
         """The board positions of the pass's next chunk and the pass's update. The first pass
         may start without ``begin_pass`` (update 0, before training); every later one needs it."""
         if not self._begun and self.passes_completed:

@@ -222,7 +222,7 @@ class RayWorkers(Workers):
             try:
                 return ray.get(future)
             except ray.exceptions.RayActorError as error:
-                indices = [i for i, (n, _) in enumerate(self.places) if n == number]
+                indices = self._indices_of(number)
                 slots = [self.places[i][1] for i in indices]
                 return recover(ray, lambda: actor.restore.remote(slots, self.journal.replay(indices)),
                                lambda: getattr(actor, method).remote(*args), self.max_restarts, error,
