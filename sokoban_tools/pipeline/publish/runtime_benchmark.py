@@ -291,7 +291,7 @@ def manager_figures() -> list[tuple[str, str, str, str]]:
     verl-agent's own environments."""
     import ray
 
-    from ..runtime.verl_agent import build_sokoban_envs
+    from ...runtime.verl_agent import build_sokoban_envs
 
     env_kwargs = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": DEFAULT_MAX_STEPS, "search_depth": 30}
     boards, group = TRAINING_ENVS
