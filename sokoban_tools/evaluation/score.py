@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sokoban_published import ChecksumError
 
+from ..paths import PathError
 from ..protocol import STRATA
 from ..rows import DataError
 from .scoring import DEFAULT_VALIDATION, BoardSet, check_board_set, group_rows, read_logs, score_group
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         report = score(args.logs, args.evaluation)
-    except (DataError, ChecksumError) as err:
+    except (DataError, ChecksumError, PathError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.json else render(report))
