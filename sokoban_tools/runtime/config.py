@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from ..paths import unwritable
 from ..protocol import DIM_ROOM, NUM_BOXES, SEARCH_DEPTH
 from .env import DEFAULT_MAX_STEPS, MODES
 
@@ -166,21 +166,9 @@ def check_episode_log(path) -> Path | None:
     path = Path(path)
     if str(path) in ("", "."):
         raise ValueError(f"episode_log must name a file, got {str(path)!r}")
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        folder = path.parent
-        if not folder.is_dir():
-            raise ValueError(f"episode_log {path}: the folder {folder} does not exist; create it first") from None
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise ValueError(f"episode_log {path}: the folder {folder} is not writable") from None
-        return path
-    except OSError as err:
-        raise ValueError(f"episode_log {path} cannot be used: {err.strerror}") from None
-    if stat.S_ISDIR(mode):
-        raise ValueError(f"episode_log {path} is a directory; give a file name inside it, e.g. {path / 'episodes.jsonl'}")
-    if not stat.S_ISREG(mode):
-        raise ValueError(f"episode_log {path} is not a regular file (a FIFO, socket or device); give a file")
-    if not os.access(path, os.W_OK):
-        raise ValueError(f"episode_log {path} is not writable")
+    if not path.parent.is_dir():
+        raise ValueError(f"episode_log {path}: the folder {path.parent} does not exist; create it first")
+    problem = unwritable(path)
+    if problem:
+        raise ValueError(f"episode_log {problem}")
     return path
