@@ -29,9 +29,10 @@ from sokoban_fairness import ChecksumError
 
 from ..artifacts import write_atomic
 from ..data.records import DataError
+from ..runtime.boards import BoardsNotFound
 from .figures import line_chart
 from .score import table
-from .scoring import DEFAULT_VALIDATION, BoardSet, Group, check_board_set, group_rows, read_logs
+from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
                     sign_test_p, wilson_interval)
 
@@ -81,7 +82,7 @@ def compare_update(a: list[Group], b: list[Group], boards: BoardSet, bootstrap: 
 
 
 def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = None, method_b: str | None = None,
-            validation: Path = DEFAULT_VALIDATION, resamples: int = RESAMPLES, seed: int = SEED) -> dict:
+            validation: Path | None = None, resamples: int = RESAMPLES, seed: int = SEED) -> dict:
     """The comparison report of the logs of A and of B."""
     boards = BoardSet.load(validation)
     logs_a, logs_b = read_logs(a_paths), read_logs(b_paths)
@@ -170,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method-b", help="the method of B, when its logs hold several")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="write the learning curves as a PNG")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--evaluation", type=Path, default=DEFAULT_VALIDATION,
-                        help="a local copy of fairness/evaluation.jsonl (default: the repository's)")
+    parser.add_argument("--evaluation", type=Path, default=None,
+                        help="a local copy of fairness/evaluation.jsonl (default: the clone's, or the pinned "
+                             "release's from the Hub)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
     args = parser.parse_args(argv)
@@ -179,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--resamples must be positive and --seed non-negative")
     try:
         report = compare(args.a, args.b, args.method_a, args.method_b, args.evaluation, args.resamples, args.seed)
-    except (DataError, ChecksumError) as err:
+    except (DataError, ChecksumError, BoardsNotFound) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     if not report["updates"]:
