@@ -49,7 +49,6 @@ from .boards import load_boards
 from .env import ACTION_CHOICES, DEFAULT_MAX_STEPS, MODES, NO_ACTION, FairSokobanEnv, is_action
 from .episodes import EpisodeRecord, append_episodes
 from .sampler import TrainingSampler, validation_chunks
-from .tasks import load_tasks
 
 DEFAULT_RESOURCES = MappingProxyType({"num_cpus": 0.1})
 FAIRNESS = GeneratorConfig()  # the generator settings the stored boards were made with
