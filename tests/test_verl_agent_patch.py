@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from sokoban_tools.runtime.boards import RELEASE_REVISION
 from sokoban_tools.runtime.episodes import read_episodes
 from sokoban_tools.runtime.tasks import load_training, load_validation
 from unavailable import unavailable
-from venvs import OLAH, Venv, VenvUnavailable, build_wheel, require_venv, run_client
+from venvs import OLAH, Venv, require_venv, run_client, source_copy
 
 UPSTREAM = REPO.parent / "shared" / "verl-agent"
 PATCH = REPO / "integrations" / "verl-agent" / "sokoban-fairness.patch"
@@ -209,19 +210,33 @@ def git(directory: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+def card_runtime_commands() -> tuple[list[str], list[str], list[str]]:
+    """The card's runtime commands: (shell lines before training, lines added to the launcher,
+    shell lines after training), from the card or the docs page that holds them."""
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        blocks = [body for _, body in re.findall(r"```(\w*)\n(.*?)```", page.read_text(encoding="utf-8"), re.S)]
+        found = [i for i, body in enumerate(blocks) if "sokoban-fairness.patch" in body]
+        if found:
+            setup, overrides, after = blocks[found[0]:found[0] + 3]
+            return setup.splitlines(), overrides.splitlines(), after.splitlines()
+    raise AssertionError("no page of the card shows the runtime commands (git apply of the patch)")
+
+
+def shell(line: str, cwd: Path, env: dict) -> str:
+    done = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
+    return done.stdout
+
+
 @pytest.mark.slow
-def test_wheel__the_same_from_an_installed_package_with_boards_from_the_hub(tmp_path):
+def test_wheel__the_cards_commands_from_an_installed_package_with_boards_from_the_hub(tmp_path):
     python = require_venv(VERL_WHEEL_VENV)
     olah = require_venv(OLAH)
-    (tmp_path / "source").mkdir()
-    (tmp_path / "dist").mkdir()
-    try:
-        wheel = build_wheel(tmp_path / "source", tmp_path / "dist")
-    except VenvUnavailable as err:
-        unavailable(f"the wheel could not be built: {err}")
-    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall",
-                           str(wheel)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    setup, launcher_lines, after = card_runtime_commands()
+    source_copy(tmp_path / "sokoban-fairness")  # this repository, as downloaded
+    shutil.copytree(UPSTREAM, tmp_path / "verl-agent")  # the trainer's verl-agent
+    for path in (tmp_path / "verl-agent").rglob("*"):
+        path.chmod(path.stat().st_mode | 0o200)
     dataset = tmp_path / "dataset"  # the published data files, one commit, tagged as the release
     for name in ("fairness/train.jsonl", "fairness/evaluation.jsonl"):
         (dataset / name).parent.mkdir(parents=True, exist_ok=True)
@@ -230,21 +245,31 @@ def test_wheel__the_same_from_an_installed_package_with_boards_from_the_hub(tmp_
     git(dataset, "add", "fairness")
     git(dataset, "commit", "--quiet", "-m", "the published boards")
     commit = git(dataset, "rev-parse", "HEAD")
-    tree = patched_copy(tmp_path / "verl-agent")
+    subprocess.run([str(python), "-m", "pip", "uninstall", "--quiet", "--yes", "sokoban-fairness"], capture_output=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OLAH_PYTHON", str(olah))
         with serve_dataset_repo(dataset, tags=(RELEASE_REVISION,)) as endpoint:
             env = hub_env(endpoint, tmp_path / "hf-home")
             env.pop("PYTHONPATH", None)
-            # a pinned commit, given as env.fairness_revision
-            report = run(python, tree, tmp_path / "pinned", env=env, val_batch_sizes=[128], backend="local",
-                         hub_revision=commit, extra_overrides=[f"env.fairness_revision={commit}"])
+            env["PATH"] = f"{python.parent}:{env['PATH']}"  # the trainer's environment
+            for line in setup:  # install, git apply
+                shell(line, tmp_path, env)
+            launcher = tmp_path / "verl-agent" / "examples" / "grpo_trainer" / "run_sokoban.sh"
+            text = launcher.read_text(encoding="utf-8")
+            at = text.index("    trainer.val_before_train=True")
+            launcher.write_text(text[:at] + "".join(line + "\n" for line in launcher_lines) + text[at:])
+            work = tmp_path / "run"
+            report = run(python, tmp_path / "verl-agent", work, env=env, val_batch_sizes=[128], backend="local",
+                         log_per_size=False)
             assert Path(report["package"]).parents[2].name == "site-packages"  # sokoban_tools/runtime/..., installed
+            assert "env.fairness=true" in report["overrides"]
             check_passes(report, {128: [128] * 2}, [str(python), "-m", "sokoban_tools.score"], env)
-            # nothing given: the release this package pins, and score without --evaluation too
-            fresh = hub_env(endpoint, tmp_path / "hf-home-release")
-            fresh.pop("PYTHONPATH", None)
-            report = run(python, tree, tmp_path / "release", env=fresh, val_batch_sizes=[64], backend="local")
-            check_passes(report, {64: [64] * 4}, [str(python), "-m", "sokoban_tools.score"], fresh)
-    snapshots = list((tmp_path / "hf-home-release").rglob("snapshots/*/fairness/evaluation.jsonl"))
-    assert [p.parent.parent.name for p in snapshots] == [commit]  # the tag resolved to the release's commit
+            for line in after:  # score, without --evaluation: the boards of the pinned release
+                shown = shell(line, work, env)
+                assert shown.startswith("2 validation passes (512 rows) of evaluation.jsonl"), shown
+            # a pinned commit instead, given as env.fairness_revision
+            pinned = run(python, tmp_path / "verl-agent", tmp_path / "pinned", env=env, val_batch_sizes=[64],
+                         backend="local", hub_revision=commit, extra_overrides=[f"env.fairness_revision={commit}"])
+            check_passes(pinned, {64: [64] * 4}, [str(python), "-m", "sokoban_tools.score"], env)
+    snapshots = {p.parent.parent.name for p in (tmp_path / "hf-home").rglob("snapshots/*/fairness/evaluation.jsonl")}
+    assert snapshots == {commit}  # the release tag resolved to the release's commit

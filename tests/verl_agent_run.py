@@ -15,6 +15,9 @@ overrides plus ``env.fairness=true`` (and ``extra_overrides``), calls the tree's
   DataLoader of a 128-row placeholder Parquet, twice per batch size (updates 0 and 5);
 * one training step the way ``fit`` does (:func:`label_training_update`, then a rollout);
 
+each batch size with its own log in ``work`` (``"log_per_size": false``: the one the
+config names, relative to ``work``, the current folder);
+
 each rollout as ``rollout_loop.vanilla_multi_turn_loop`` does it (every environment
 stepped every turn, finished ones included; active masks). The scripted model plays
 each board's stored solution but also writes malformed answers (no tags, an unknown
@@ -175,10 +178,10 @@ def main(args: dict) -> dict:
     report = {"overrides": launcher_overrides(tree), "validation": {}, "package": integration.__file__}
     with initialize_config_dir(config_dir=str(tree / "verl" / "trainer" / "config"), version_base=None):
         for size in args["val_batch_sizes"]:
-            log = work / f"episodes-{size}.jsonl"
+            own_log = [f"env.fairness_log={work / f'episodes-{size}.jsonl'}"] if args.get("log_per_size", True) else []
             config = compose("ppo_trainer", overrides=report["overrides"] + [
-                "env.fairness=true", f"env.fairness_log={log}", f"data.val_batch_size={size}",
-                *args.get("extra_overrides", [])])
+                "env.fairness=true", *own_log, f"data.val_batch_size={size}", *args.get("extra_overrides", [])])
+            log = Path(config.env.fairness_log).resolve()
             envs, val_envs = make_envs(config)
             dataloader = DataLoader(rows, batch_size=config.data.val_batch_size, shuffle=False, drop_last=False,
                                     collate_fn=collate)
