@@ -70,9 +70,11 @@ def run(python, tree: Path, work: Path, env: dict | None = None, **args) -> dict
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def check_passes(report: dict, sizes: dict, scorer: list[str], env: dict | None = None) -> None:
+def check_passes(report: dict, sizes: dict, scorer: list[str], env: dict | None = None,
+                 training_groups: tuple[int, int] = (32, 8)) -> None:
     """Each validation call played the 256 boards once in stored order, every board's record
-    is in the log with the trainer's step as its update, and the log scores."""
+    is in the log with the trainer's step as its update, the log scores, and the training
+    step drew ``training_groups`` (boards, copies: run_sokoban.sh's 32 x 8)."""
     assert sorted(report["validation"]) == sorted(map(str, sizes))
     for size, rows in sizes.items():
         entry = report["validation"][str(size)]
@@ -85,7 +87,7 @@ def check_passes(report: dict, sizes: dict, scorer: list[str], env: dict | None 
             assert [records[t].won for t in EVALUATION] == played["won"]
             assert [round(records[t].episode_return, 4) for t in EVALUATION] == [round(x, 4) for x in played["returns"]]
             assert {(r.method, r.run) for r in records.values()} == {(entry["method"], entry["run"])}
-        assert len([r for r in log if r.phase == "validation"]) == 2 * 256
+        assert len([r for r in log if r.phase == "validation"]) == len(entry["passes"]) * 256
         scored = subprocess.run([*scorer, entry["log"], "--json"], capture_output=True, text=True, env=env,
                                 cwd=Path(entry["log"]).parent, timeout=300)
         assert scored.returncode == 0, scored.stderr
@@ -94,10 +96,11 @@ def check_passes(report: dict, sizes: dict, scorer: list[str], env: dict | None 
             (p["update"], 256, sum(p["won"])) for p in entry["passes"]]
     first = report["validation"][str(next(iter(sizes)))]
     training = [r for r in read_episodes(first["log"]) if r.phase == "training"]
-    assert len(training) == 256 and {r.update for r in training} == {7}  # the trainer's global_steps
+    boards, copies = training_groups
+    assert len(training) == boards * copies and {r.update for r in training} == {7}  # the trainer's global_steps
     drawn = report["training"]["task_ids"]
-    assert set(drawn) <= TRAINING and len(set(drawn)) == 32
-    assert all(len(set(drawn[i:i + 8])) == 1 for i in range(0, 256, 8))  # 32 boards x 8 adjacent copies
+    assert set(drawn) <= TRAINING and len(set(drawn)) == boards
+    assert all(len(set(drawn[i:i + copies])) == 1 for i in range(0, boards * copies, copies))  # adjacent copies
     assert sorted(r.won for r in training) == sorted(report["training"]["won"])
 
 
@@ -269,7 +272,8 @@ def test_wheel__the_cards_commands_from_an_installed_package_with_boards_from_th
                 assert shown.startswith("2 validation passes (512 rows) of evaluation.jsonl"), shown
             # a pinned commit instead, given as env.fairness_revision
             pinned = run(python, tmp_path / "verl-agent", tmp_path / "pinned", env=env, val_batch_sizes=[64],
-                         backend="local", hub_revision=commit, extra_overrides=[f"env.fairness_revision={commit}"])
+                         backend="local", hub_revision=commit, extra_overrides=[f"env.fairness_revision={commit}"],
+                         updates=[3])
             check_passes(pinned, {64: [64] * 4}, [str(python), "-m", "sokoban_tools.score"], env)
     snapshots = {p.parent.parent.name for p in (tmp_path / "hf-home").rglob("snapshots/*/fairness/evaluation.jsonl")}
     assert snapshots == {commit}  # the release tag resolved to the release's commit

@@ -12,7 +12,8 @@ overrides plus ``env.fairness=true`` (and ``extra_overrides``), calls the tree's
 
 * validation the way the patched ``_validate`` does: the batches of
   :func:`sokoban_tools.runtime.verl_agent_integration.validation_batches` over a
-  DataLoader of a 128-row placeholder Parquet, twice per batch size (updates 0 and 5);
+  DataLoader of a 128-row placeholder Parquet, per batch size once for each of
+  ``updates`` (default 0 and 5);
 * one training step the way ``fit`` does (:func:`label_training_update`, then a rollout);
 
 each batch size with its own log in ``work`` (``"log_per_size": false``: the one the
@@ -186,7 +187,7 @@ def main(args: dict) -> dict:
             dataloader = DataLoader(rows, batch_size=config.data.val_batch_size, shuffle=False, drop_last=False,
                                     collate_fn=collate)
             passes = []
-            for update in (0, 5):
+            for update in args.get("updates", [0, 5]):
                 played, batch_rows = [], []
                 for batch in integration.validation_batches(dataloader, val_envs, update):
                     batch_rows.append(len(batch["data_source"]))
@@ -199,6 +200,7 @@ def main(args: dict) -> dict:
                 integration.label_training_update(envs, 7)
                 batch = config.data.train_batch_size * config.env.rollout.n
                 report["training"] = rollout(envs, batch, solutions, config.env.max_steps)
+            report["workers"] = type(val_envs.envs.workers).__name__
             envs.envs.close()
             val_envs.envs.close()
     return report
