@@ -33,13 +33,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-# Standard library only, here and in the modules imported below (artifacts, protocol,
-# layout, records and the rules in board), so the rule runs on a bare Python; a test keeps it so.
-from sokoban_tools.artifacts import command_line, json_document, run_command, sha256_bytes
+# Standard library only, here and in the modules imported below (artifacts, files, layout,
+# protocol, rows with the row checks and pins beside the loading script, and the rules in
+# board), so the rule runs on a bare Python; a test keeps it so.
+from sokoban_tools.files import sha256_bytes
 from sokoban_tools.layout import (DATA_DIR, GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE,
                                   SOURCE_POOL_NAME, VALIDATION_FILE, published)
 from sokoban_tools.protocol import VALIDATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
-from sokoban_tools.data.records import REGENERATE_HINT, BoardRow, parse_rows
+from sokoban_tools.pipeline.artifacts import command_line, json_document, run_command
+from sokoban_tools.rows import REGENERATE_HINT, BoardRow, parse_rows
 
 COMMAND = "python select_evaluation_256.py"
 
@@ -168,25 +170,25 @@ def read_pool(data_dir: Path) -> tuple[bytes, list[BoardRow]]:
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise SelectionError(
             f"{audit_path}: cannot read pools.{SOURCE_POOL_NAME}.sha256 and .rows of the generation "
-            f"audit ({type(err).__name__}: {err}); regenerate it with `python -m sokoban_tools.pools`"
+            f"audit ({type(err).__name__}: {err}); regenerate it with `python -m sokoban_tools pools`"
         ) from None
     try:
         data = pool_path.read_bytes()
     except OSError as err:
         raise SelectionError(f"{pool_path}: cannot be read ({err.strerror}); "
-                             f"regenerate it with `python -m sokoban_tools.pools`") from None
+                             f"regenerate it with `python -m sokoban_tools pools`") from None
     actual = sha256_bytes(data)
     if actual != recorded_sha:
         raise SelectionError(
             f"{pool_path}: SHA-256 is {actual}, but the generation audit {audit_path.name} records "
             f"{recorded_sha}; refusing to select from a pool that differs from the generated one "
-            f"(regenerate it with `python -m sokoban_tools.pools`)"
+            f"(regenerate it with `python -m sokoban_tools pools`)"
         )
     rows = parse_rows(data, pool_path)
     if len(rows) != recorded_rows:
         raise SelectionError(
             f"{pool_path}: has {len(rows)} rows, the generation audit records {recorded_rows}; "
-            f"regenerate both with `python -m sokoban_tools.pools`"
+            f"regenerate both with `python -m sokoban_tools pools`"
         )
     return data, rows
 

@@ -1,100 +1,179 @@
-"""Reproduce every published file from seeds, in dependency order.
+"""The one command line of sokoban-fairness: ``python -m sokoban_tools <command>``.
 
-    python -m sokoban_tools reproduce           # rewrite everything
-    python -m sokoban_tools reproduce --check   # regenerate in memory, fail on any difference
-    python -m sokoban_tools reproduce --new-release   # rewrite everything; changed data files
-                                                      # become the release the card's changelog names
-    python -m sokoban_tools benchmark           # time the pipeline and print the figures
-    python -m sokoban_tools benchmark --write   # ... and write them to BENCHMARKS.md and the card
+    python -m sokoban_tools score LOG ...        # success with intervals, per update and stratum
+    python -m sokoban_tools compare --a LOG --b LOG
+    python -m sokoban_tools reproduce [--check]  # regenerate every published file (from a clone)
+    python -m sokoban_tools benchmark [--write]  # time the pipeline against the original code
+
+The installed product has the commands that read episode logs; the pipeline's
+commands, which rewrite the published files, run from a clone, where
+``sokoban_tools.pipeline`` exists (the wheel does not ship it). Each command
+is a row of :data:`COMMANDS`; its module is imported only when it runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from .artifacts import clear_interrupted_writes
-from .layout import DATA_FOLDER, IMAGES_FOLDER, ROOT, SELECTOR, outside_clone
-from .publish.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
+from .layout import DATA_FOLDER, IMAGES_FOLDER, ROOT, SELECTOR
 
-REPO = ROOT
-GENERATED_DIRECTORIES = (DATA_FOLDER, IMAGES_FOLDER)  # besides the repository root
-# The steps in dependency order: each is a command of its own (the name the card
-# and the reports record). The package's commands run in this process, so the
-# three board files are read and checked once (records remembers checked bytes)
-# and the libraries load once; the selector is a top-level script the package
-# never imports, so it runs as its own process, as a user runs it.
-STEPS = (
-    ("pools", "sokoban_tools.pools"),
-    ("selection", SELECTOR),
-    ("summary", "sokoban_tools.summary"),
-    ("verification", "sokoban_tools.verify"),
-    ("baselines", "sokoban_tools.baselines"),
-    ("example", "sokoban_tools.example_policies"),
-    ("card", "sokoban_tools.card"),
+Main = Callable[[list[str]], int]
+HOW_TO_CLONE = "clone the repository and run `pip install -e .` in it"
+
+
+def _score() -> Main:
+    from .evaluation.score import main
+    return main
+
+
+def _compare() -> Main:
+    from .evaluation.compare import main
+    return main
+
+
+def _pools() -> Main:
+    from .pipeline.generate.pools import main
+    return main
+
+
+def _selection() -> Main:
+    # The selector is a top-level script the package never imports: it runs as
+    # its own process, as a user runs it.
+    return lambda options: subprocess.run([sys.executable, str(ROOT / SELECTOR), *options], cwd=ROOT).returncode
+
+
+def _summary() -> Main:
+    from .pipeline.verification.summary import main
+    return main
+
+
+def _verify() -> Main:
+    from .pipeline.verification.verify import main
+    return main
+
+
+def _baselines() -> Main:
+    from .pipeline.baselines import main
+    return main
+
+
+def _example() -> Main:
+    from .pipeline.example_policies import main
+    return main
+
+
+def _card() -> Main:
+    from .pipeline.publish.card import main
+    return main
+
+
+def _benchmark() -> Main:
+    from .pipeline.publish.benchmark import main
+    return main
+
+
+def _reproduce() -> Main:
+    return reproduce_command
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    load: Callable[[], Main]
+    pipeline: bool  # runs from a clone only
+
+
+COMMANDS = (
+    Command("score", "score episode logs: success with 95%% intervals, per update and stratum", _score, False),
+    Command("compare", "compare two methods board by board with paired statistics", _compare, False),
+    Command("pools", "generate the training and source pools from seeds", _pools, True),
+    Command("selection", f"select the 256 validation boards ({SELECTOR})", _selection, True),
+    Command("summary", "write the split counts and statistics", _summary, True),
+    Command("verify", "replay and verify every published board", _verify, True),
+    Command("baselines", "compute the exact random-policy baselines", _baselines, True),
+    Command("example", "play the worked example's policies and log them", _example, True),
+    Command("card", "write the dataset card, its pages and pictures, and the pins", _card, True),
+    Command("reproduce", "regenerate (or --check) every published file, step by step", _reproduce, True),
+    Command("benchmark", "time the pipeline and loading; --write puts the figures in BENCHMARKS.md",
+            _benchmark, True),
 )
+BY_NAME = {command.name: command for command in COMMANDS}
+# reproduce's steps, in dependency order: each reads what the earlier ones wrote.
+STEPS = ("pools", "selection", "summary", "verify", "baselines", "example", "card")
 PINNING_STEP = "card"  # pins the data files' digests, so it alone may take a new release
 
 
-def run_step(command: str, options: list[str]) -> int:
-    """Run one step's command with ``options``; its exit code."""
-    if command == SELECTOR:
-        return subprocess.run([sys.executable, str(REPO / SELECTOR), *options], cwd=REPO).returncode
+def run(name: str, options: list[str]) -> int:
+    """Command ``name`` with ``options``, as its exit code; a pipeline command outside a
+    clone says so in one line."""
+    command = BY_NAME[name]
+    if command.pipeline and not has_pipeline():
+        print(f"error: `python -m sokoban_tools {name}` runs from a clone of sokoban-fairness, whose "
+              f"files it reads and rewrites; this installation holds the product only (the wheel ships "
+              f"no pipeline): {HOW_TO_CLONE}", file=sys.stderr)
+        return 1
     try:
-        return importlib.import_module(command).main(options)
+        return command.load()(options)
     except SystemExit as stop:  # an option error, as the command line would report it
         return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
     finally:
         sys.stdout.flush()
 
 
-def reproduce(check: bool, new_release: bool = False) -> int:
-    """Run every step; stop at the first that fails, since later steps read its files."""
-    no_clone = outside_clone([REPO], command="python -m sokoban_tools reproduce")
-    if no_clone:
-        print(f"error: {no_clone}", file=sys.stderr)
-        return 1
+def has_pipeline() -> bool:
+    """Whether the build pipeline is here: in a clone, not in an installed wheel."""
+    try:
+        from . import pipeline  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def reproduce_command(argv: list[str]) -> int:
+    """``reproduce``: every step in order; stops at the first that fails, since later
+    steps read its files."""
+    from .pipeline.artifacts import clear_interrupted_writes
+    from .pipeline.publish.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
+
+    parser = argparse.ArgumentParser(prog="python -m sokoban_tools reproduce",
+                                     description=BY_NAME["reproduce"].summary)
+    parser.add_argument("--check", action="store_true",
+                        help="regenerate in memory and fail, naming the first differing line, on any difference")
+    parser.add_argument(NEW_RELEASE, action="store_true", dest="new_release",
+                        help="allow published data files to change, as the new release named by the newest "
+                             "entry of the card's Changelog section (without it a changed data file is an error)")
+    args = parser.parse_args(argv)
+    if args.check and args.new_release:
+        parser.error(NOT_WITH_CHECK)
     started = time.perf_counter()
-    if not check:  # every file is about to be rewritten, so an interrupted write's leftovers can go
-        for leftover in clear_interrupted_writes([REPO, *(REPO / d for d in GENERATED_DIRECTORIES)]):
-            print(f"removed {leftover.relative_to(REPO)}, left by an interrupted write")
-    for name, command in STEPS:
+    if not args.check:  # every file is about to be rewritten, so an interrupted write's leftovers can go
+        for leftover in clear_interrupted_writes([ROOT, ROOT / DATA_FOLDER, ROOT / IMAGES_FOLDER]):
+            print(f"removed {leftover.relative_to(ROOT)}, left by an interrupted write")
+    for name in STEPS:
         print(f"== {name}", flush=True)
-        options = ["--check"] if check else [NEW_RELEASE] if new_release and name == PINNING_STEP else []
-        if run_step(command, options):
+        options = ["--check"] if args.check else [NEW_RELEASE] if args.new_release and name == PINNING_STEP else []
+        if run(name, options):
             print(f"reproduce: the {name} step failed; see the message above", file=sys.stderr)
             return 1
-    verb = "all files are byte-identical" if check else "all files written"
+    verb = "all files are byte-identical" if args.check else "all files written"
     print(f"reproduce: {verb} ({time.perf_counter() - started:.1f} s)")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m sokoban_tools", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("reproduce", help="regenerate (or --check) every published file")
-    run.add_argument("--check", action="store_true",
-                     help="regenerate in memory and fail, naming the first differing line, on any difference")
-    run.add_argument(NEW_RELEASE, action="store_true",
-                     help="allow published data files to change, as the new release named by the newest "
-                          "entry of the card's Changelog section (without it a changed data file is an error)")
-    commands.add_parser("benchmark", add_help=False,
-                        help="time the pipeline and loading; --write puts the figures in BENCHMARKS.md and the card")
-    args, rest = parser.parse_known_args(argv)
-    if args.command == "benchmark":
-        # Imported here: it loads the datasets library, the card and the verifier,
-        # which reproducing does not need in this process.
-        from .publish import benchmark
-
-        return benchmark.main(rest)
-    if rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    if args.check and args.new_release:
-        run.error(NOT_WITH_CHECK)
-    return reproduce(args.check, args.new_release)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        commands.add_parser(command.name, help=command.summary, add_help=False)
+    args, _ = parser.parse_known_args(argv[:1])
+    return run(args.command, argv[1:])
 
 
 if __name__ == "__main__":

@@ -14,6 +14,11 @@ PROTOCOL = "sokoban-eval-256-v1"
 VALIDATION_SIZE = 256
 # (label, shortest length from, to) in stratum order.
 STRATA = (("1-4", 1, 4), ("5-8", 5, 8), ("9-14", 9, 14))
+# The settings every stored board was generated with, as verl-agent names them
+# (env.sokoban.*): the runtime refuses others, the generator defaults to them.
+DIM_ROOM = (6, 6)
+NUM_BOXES = 1
+SEARCH_DEPTH = 30
 
 
 def stratum_of(length: int) -> str | None:

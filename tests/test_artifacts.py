@@ -18,10 +18,10 @@ import pytest
 
 import select_evaluation_256 as selector
 from conftest import DATA_DIR, REPO
-from sokoban_tools import artifacts
-from sokoban_tools.data import pools
-from sokoban_tools.verification import summary, verify
-from sokoban_tools.artifacts import JOURNAL, REPRODUCE, clear_interrupted_writes, publish
+from sokoban_tools.pipeline import artifacts
+from sokoban_tools.pipeline.generate import pools
+from sokoban_tools.pipeline.verification import summary, verify
+from sokoban_tools.pipeline.artifacts import JOURNAL, REPRODUCE, clear_interrupted_writes, publish
 from sokoban_tools.layout import (GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE,
                                   VALIDATION_FILE, VERIFICATION_FILE)
 
@@ -106,14 +106,14 @@ def test_a_failure_while_writing_temporaries_leaves_the_old_set_and_nothing_else
     old = {tmp_path / "a.jsonl": b"old a\n", tmp_path / "b.json": b"old b\n"}
     for path, data in old.items():
         path.write_bytes(data)
-    write_temp = artifacts._write_temp
+    write_temp = artifacts.write_temp
 
     def disk_full(path, data):
         if path.name == "b.json":
             raise OSError(28, "No space left on device")
         return write_temp(path, data)
 
-    monkeypatch.setattr(artifacts, "_write_temp", disk_full)
+    monkeypatch.setattr(artifacts, "write_temp", disk_full)
     with pytest.raises(OSError):
         publish({path: b"new\n" for path in old}, check=False, command="make ab")
     assert {path: path.read_bytes() for path in old} == old
@@ -193,7 +193,7 @@ def read_only_dir(tmp_path):
 
 
 def test_a_read_only_data_dir_is_refused_by_pools_before_generating(read_only_dir):
-    done = subprocess.run([sys.executable, "-m", "sokoban_tools.pools", "--data-dir", str(read_only_dir)],
+    done = subprocess.run([sys.executable, "-m", "sokoban_tools", "pools", "--data-dir", str(read_only_dir)],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith(f"error: {read_only_dir}: cannot be written (")

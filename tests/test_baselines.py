@@ -12,11 +12,11 @@ from fractions import Fraction
 import pytest
 
 from conftest import DATA_DIR, REPO
-from sokoban_tools.evaluation import baselines
+from sokoban_tools.pipeline import baselines
 from sokoban_tools.rules.board import ACTIONS
 from sokoban_tools.runtime.env import (BOX_ON_TARGET_REWARD, STEP_PENALTY, WIN_REWARD, FairSokobanEnv,
-                               step_reward)
-from sokoban_tools.data.records import read_rows
+                                       step_reward)
+from sokoban_tools.rows import read_rows
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def test_baselines__byte_identical_in_a_fresh_process_with_another_hash_seed(tmp
     train = (DATA_DIR / "train.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (tmp_path / "train.jsonl").write_text("".join(train[:40]), encoding="utf-8")
     expected = baselines.build(tmp_path)[tmp_path / "baselines.json"]
-    result = subprocess.run([sys.executable, "-m", "sokoban_tools.baselines", "--data-dir", str(tmp_path)],
+    result = subprocess.run([sys.executable, "-m", "sokoban_tools", "baselines", "--data-dir", str(tmp_path)],
                             cwd=REPO, capture_output=True, text=True,
                             env={**os.environ, "PYTHONHASHSEED": "2718"}, timeout=300)
     assert result.returncode == 0, result.stderr

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import REPO, TEST_DATA
-from sokoban_tools.publish import benchmark, original
+from sokoban_tools.pipeline.publish import benchmark, original
 from sokoban_tools.rules.board import Board
 from sokoban_tools.layout import BENCHMARKS
 from sokoban_tools.rules.solver import shortest_solution
@@ -33,8 +33,9 @@ def test_benchmark__prints_the_figures_and_writes_nothing_unless_asked(monkeypat
 
 def test_main__starts_without_the_benchmark_and_the_datasets_library():
     program = ("import sys, sokoban_tools.__main__; "
-               "print(sorted(m for m in ('datasets', 'sokoban_tools.publish.benchmark', 'sokoban_tools.publish.card', "
-               "'sokoban_tools.verification.verify') if m in sys.modules))")
+               "print(sorted(m for m in ('datasets', 'sokoban_tools.pipeline.publish.benchmark', "
+               "'sokoban_tools.pipeline.publish.card', "
+               "'sokoban_tools.pipeline.verification.verify') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

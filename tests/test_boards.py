@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from sokoban_fairness import PUBLISHED_FILES, RELEASE, ChecksumError
+from sokoban_published import PUBLISHED_FILES, RELEASE, ChecksumError
 from sokoban_tools.layout import TRAIN_DATA, VALIDATION_DATA
 from sokoban_tools.runtime.boards import RELEASE_REVISION, BoardsNotFound, board_file, load_boards
 from venvs import offline_env, run_client
@@ -84,7 +84,7 @@ sys.path.insert(0, ARGS["repo"])
 import sokoban_tools.runtime.boards as boards
 
 def default_outside_a_clone():
-    boards.is_clone = lambda root: False  # as from site-packages
+    boards.runs_from_clone = lambda: False  # as from site-packages
     return str(boards.board_file("fairness/evaluation.jsonl"))
 
 report({

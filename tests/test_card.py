@@ -13,11 +13,11 @@ from huggingface_hub import DatasetCard
 
 import sokoban_fairness
 from conftest import DATA_DIR, REPO
-from sokoban_tools.publish import card
-from sokoban_tools.artifacts import publish
+from sokoban_tools.pipeline.publish import card
+from sokoban_tools.pipeline.artifacts import publish
 from sokoban_tools.layout import CONFIGURATIONS
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.data.records import DataError
+from sokoban_tools.rows import DataError
 
 README = REPO / "README.md"
 
@@ -59,7 +59,7 @@ def _seven_by_seven(row):
 
 @pytest.mark.parametrize("name", ["train.jsonl", "evaluation-pool-1000.jsonl"])
 @pytest.mark.parametrize("damage, problem", [
-    (_second_player, "expected one player, found 2"),
+    (_second_player, "room_state has 2 players, expected one"),
     (lambda row: json.dumps({k: v for k, v in row.items() if k != "xsb"}, separators=(",", ":")), "keys are"),
     (_seven_by_seven, "room_fixed is 7 rows of [7] cells"),
 ])
@@ -155,14 +155,15 @@ def test_card__a_missing_report_or_citation_is_named_with_its_fix(tmp_path):
 def test_cache_hash__changes_when_a_pinned_checksum_changes_and_only_then(tmp_path):
     """A builder used directly caches under ``hash=cache_hash()``: a copy of the same
     release must reuse the cache, a release with other data must not."""
-    script = (REPO / "sokoban_fairness.py").read_text(encoding="utf-8")
+    pins = (REPO / "sokoban_pins.py").read_text(encoding="utf-8")
     digest = sokoban_fairness.PUBLISHED_FILES["fairness/evaluation.jsonl"]["sha256"]
     program = "import sys; sys.path.insert(0, sys.argv[1]); import sokoban_fairness; print(sokoban_fairness.cache_hash())"
     hashes = []
-    for name, text in (("same", script), ("other", script.replace(digest, "0" * 64))):
+    for name, text in (("same", pins), ("other", pins.replace(digest, "0" * 64))):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "sokoban_fairness.py").write_text(text, encoding="utf-8")
-        shutil.copy(REPO / "sokoban_render.py", tmp_path / name)
+        for beside in ("sokoban_fairness.py", "sokoban_render.py", "sokoban_published.py"):
+            shutil.copy(REPO / beside, tmp_path / name)
+        (tmp_path / name / "sokoban_pins.py").write_text(text, encoding="utf-8")
         done = subprocess.run([sys.executable, "-c", program, str(tmp_path / name)],
                               capture_output=True, text=True, check=True)
         hashes.append(done.stdout.strip())

@@ -30,7 +30,7 @@ from sokoban_render import render_rgb
 from sokoban_tools.rules.board import DOWN, RIGHT, UP, Board, from_lurd
 from sokoban_tools.runtime.env import DEFAULT_MAX_STEPS, NO_ACTION, FairSokobanEnv, step_reward
 from sokoban_tools.rules.images import replay_frames
-from sokoban_tools.publish.runtime_benchmark import load_into_gym
+from sokoban_tools.pipeline.publish.runtime_benchmark import load_into_gym
 from sokoban_tools.runtime.tasks import load_validation
 
 # A corridor: player, box, target in a row; the box is one push from its target.

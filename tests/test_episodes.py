@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sokoban_tools.runtime.episodes import EPISODE_KEYS, EpisodeRecord, append_episodes, read_episodes
-from sokoban_tools.data.records import DataError
+from sokoban_tools.rows import DataError
 
 DIGEST = "ab" * 32
 

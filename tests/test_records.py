@@ -7,7 +7,7 @@ import pytest
 
 from conftest import DATA_DIR
 from sokoban_tools.rules.board import Board
-from sokoban_tools.data.records import ROW_KEYS, DataError, encode_row, read_rows
+from sokoban_tools.rows import ROW_KEYS, DataError, encode_row, read_rows
 from sokoban_tools.rules.solver import shortest_solution
 
 GOOD = (DATA_DIR / "evaluation.jsonl").read_text(encoding="utf-8").splitlines()[:3]
@@ -79,11 +79,11 @@ DAMAGE = {
     "keys reordered": (reordered(), "keys are"),
     "seed not an integer": (with_field("seed", "12"), "seed is not a int"),
     "grid of strings": (with_field("room_state", [["0"] * 6] * 6), "room_state is not a list of lists"),
-    "two players": (second_player(), "expected one player, found 2"),
-    "a box on a wall": (with_field("room_state", [[4] * 6] * 6), "on a wall"),
+    "two players": (second_player(), re.escape("room_state has 2 players, expected one")),
+    "a box on a wall": (with_field("room_state", [[4] * 6] * 6), re.escape("room_state[0][0] = 4 disagrees with room_fixed[0][0] = 0")),
     "xsb of another position": (moved_player(), "xsb does not match"),
-    "empty solution": (with_field("shortest_solution", ""), "shortest_solution is empty"),
-    "unknown letter": (with_field("shortest_solution", "x"), "not LURD"),
+    "empty solution": (with_field("shortest_solution", ""), "the solution has 0 actions"),
+    "unknown letter": (with_field("shortest_solution", "x"), "not in LURD notation"),
     "wrong length": (with_field("shortest_solution_length", 99), "shortest_solution_length is 99"),
 }
 

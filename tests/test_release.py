@@ -11,11 +11,13 @@ import pytest
 import sokoban_fairness
 from conftest import REPO
 from sokoban_tools import __main__ as reproduce_command
-from sokoban_tools.publish import card
-from sokoban_tools.publish.release import Release, ReleaseError, changelog_versions, pinned_release, release_to_pin
+from sokoban_tools.pipeline import artifacts
+from sokoban_tools.pipeline.publish import card
+from sokoban_tools.pipeline.publish.release import (Release, ReleaseError, changelog_versions, pinned_release,
+                                                    release_to_pin)
 
 TRAIN = "fairness/train.jsonl"
-TEMPLATE = "sokoban_tools/publish/card_templates/README.md"
+TEMPLATE = "sokoban_tools/pipeline/publish/card_templates/README.md"
 NEW_ENTRY = "- **1.1.0** — the training pool loses its last board.\n"
 
 
@@ -33,7 +35,8 @@ def clone(tmp_path):
     root = tmp_path / "clone"
     for name in ("sokoban_tools", "fairness", "examples", "images"):
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "sokoban_fairness.py", "README.md", "BENCHMARKS.md"):
+    for name in ("pyproject.toml", "sokoban_fairness.py", "sokoban_pins.py", "sokoban_published.py", "sokoban_render.py",
+                 "README.md", "BENCHMARKS.md"):
         shutil.copyfile(REPO / name, root / name)
     train = root / TRAIN
     train.write_bytes(b"".join(train.read_bytes().splitlines(keepends=True)[:-1]))
@@ -41,8 +44,8 @@ def clone(tmp_path):
 
 
 def run_card(root, *args):
-    """``python -m sokoban_tools.card`` of the copy (it runs from its own folder)."""
-    return subprocess.run([sys.executable, "-m", "sokoban_tools.card", *args], cwd=root,
+    """``python -m sokoban_tools card`` of the copy (it runs from its own folder)."""
+    return subprocess.run([sys.executable, "-m", "sokoban_tools", "card", *args], cwd=root,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -70,9 +73,9 @@ def test_card__new_release_with_its_changelog_entry_pins_the_new_digest_and_vers
     done = run_card(clone, "--new-release")
     assert done.returncode == 0, done.stderr
     data = (clone / TRAIN).read_bytes()
-    script = (clone / "sokoban_fairness.py").read_text(encoding="utf-8")
-    assert 'RELEASE = "1.1.0"' in script
-    assert f'"{TRAIN}": {{"sha256": "{hashlib.sha256(data).hexdigest()}", "rows": 4999, "bytes": {len(data)}}}' in script
+    pins = (clone / "sokoban_pins.py").read_text(encoding="utf-8")
+    assert 'RELEASE = "1.1.0"' in pins
+    assert f'"{TRAIN}": {{"sha256": "{hashlib.sha256(data).hexdigest()}", "rows": 4999, "bytes": {len(data)}}}' in pins
     assert NEW_ENTRY.strip() in (clone / "README.md").read_text(encoding="utf-8")
     # Once released, the same files pass without the flag, and the flag has nothing left to release.
     assert run_card(clone, "--check").returncode == 0
@@ -85,27 +88,26 @@ def test_card__a_changelog_entry_without_new_data_is_refused(clone):
     (clone / TEMPLATE).write_text(changelog_with(NEW_ENTRY), encoding="utf-8")
     done = run_card(clone)
     assert done.returncode == 1
-    assert "newest changelog entry is 1.1.0, but the loading script pins release 1.0.0" in done.stderr
+    assert "newest changelog entry is 1.1.0, but sokoban_pins.py pins release 1.0.0" in done.stderr
 
 
 def test_reproduce__refuses_new_release_with_check(capsys):
-    with pytest.raises(SystemExit) as exited:
-        reproduce_command.main(["reproduce", "--check", "--new-release"])
-    assert exited.value.code == 2 and "give one of them" in capsys.readouterr().err
+    assert reproduce_command.main(["reproduce", "--check", "--new-release"]) == 2
+    assert "give one of them" in capsys.readouterr().err
 
 
 def test_reproduce__passes_new_release_to_the_pinning_step_only(monkeypatch):
     calls = []
 
-    def run_step(command, options):
-        calls.append([command, *options])
+    def run(name, options):
+        calls.append([name, *options])
         return 0
 
-    monkeypatch.setattr(reproduce_command, "run_step", run_step)
-    monkeypatch.setattr(reproduce_command, "clear_interrupted_writes", lambda directories: [])
-    assert reproduce_command.main(["reproduce", "--new-release"]) == 0
+    monkeypatch.setattr(reproduce_command, "run", run)
+    monkeypatch.setattr(artifacts, "clear_interrupted_writes", lambda directories: [])
+    assert reproduce_command.reproduce_command(["--new-release"]) == 0
     flagged = [command for command in calls if "--new-release" in command]
-    assert len(calls) == len(reproduce_command.STEPS) and flagged == [["sokoban_tools.card", "--new-release"]]
+    assert len(calls) == len(reproduce_command.STEPS) and flagged == [["card", "--new-release"]]
 
 
 def test_the_published_release_is_the_changelogs_newest_entry_and_the_builders_version():
@@ -160,8 +162,8 @@ def test_changelog_versions__reads_only_its_own_section(tmp_path):
     assert changelog_versions(text, tmp_path) == ["1.1.0", "1.0.0"]
 
 
-def test_pinned_release__refuses_a_block_without_its_release(tmp_path):
+def test_pinned_release__refuses_pins_without_their_release(tmp_path):
     with pytest.raises(ReleaseError, match="lacks RELEASE; restore it from git"):
-        pinned_release('PUBLISHED_FILES = {}\n', tmp_path / "sokoban_fairness.py")
-    block = card.BLOCK.search((REPO / card.LOADING_SCRIPT).read_text(encoding="utf-8")).group(2)
+        pinned_release("PUBLISHED_FILES = {}\n", tmp_path / "sokoban_pins.py")
+    block = (REPO / card.PINS).read_text(encoding="utf-8")
     assert pinned_release(block, REPO) == Release(sokoban_fairness.RELEASE, sokoban_fairness.PUBLISHED_FILES)

@@ -25,6 +25,8 @@ from PIL import Image
 from unavailable import unavailable
 
 import sokoban_fairness
+import sokoban_pins
+import sokoban_published
 import sokoban_render
 from sokoban_render import TILE_SIZE
 from sokoban_render import render_rgb
@@ -204,14 +206,19 @@ def _imports(module) -> list[tuple[int, int, str]]:
     return found
 
 
-def test_loading_script__imports_only_stdlib_datasets_and_the_renderer_beside_it():
+def test_loading_script__imports_only_stdlib_datasets_and_the_modules_beside_it():
     allowed = set(sys.stdlib_module_names) | {"datasets", "PIL", "__future__"}  # PIL: only probed for images
     assert all(level == 0 and name.split(".")[0] in allowed for _, level, name in _imports(sokoban_fairness))
-    # datasets <= 3.6 copies the renderer beside the script only if it finds, outside
-    # triple-double-quoted strings, a line that starts with "from .sokoban_render"
+    for module in (sokoban_pins, sokoban_published):  # shipped beside it: the standard library only
+        assert all(level == 0 and name.split(".")[0] in set(sys.stdlib_module_names) | {"__future__"}
+                   for _, level, name in _imports(module))
+    # datasets <= 3.6 copies a module beside the script only if it finds, outside
+    # triple-double-quoted strings, a line that starts with "from .<module>"
     lines = Path(sokoban_fairness.__file__).read_text(encoding="utf-8").split("\n")
     hint = lines.index("from .sokoban_render import render_rgb")
-    assert lines[hint - 1] == "_COPIED_BY_DATASETS = '''" and lines[hint + 1] == "'''"
+    assert lines[hint - 1] == "_COPIED_BY_DATASETS = '''"
+    assert lines[hint + 1:hint + 4] == ["from .sokoban_pins import RELEASE",
+                                        "from .sokoban_published import check_published_file", "'''"]
 
 
 def test_renderer__imports_only_stdlib_and_numpy_and_is_the_loading_scripts():

@@ -19,7 +19,7 @@ def test_reproduce__check_regenerates_every_file_identically_in_a_fresh_process_
     )
     assert result.returncode == 0, result.stdout + result.stderr
     steps = reproduce_command.STEPS
-    assert [line for line in result.stdout.splitlines() if line.startswith("== ")] == [f"== {name}" for name, _ in steps]
+    assert [line for line in result.stdout.splitlines() if line.startswith("== ")] == [f"== {name}" for name in steps]
     assert sum(line.startswith("checked ") and line.endswith(": identical")
                for line in result.stdout.splitlines()) == len(steps)
     assert "all boards passed" in result.stdout
@@ -29,16 +29,16 @@ def test_reproduce__check_regenerates_every_file_identically_in_a_fresh_process_
 def test_reproduce__stops_at_the_first_failing_step_and_names_it(monkeypatch, capsys):
     ran = []
 
-    def run_step(command, options):
-        ran.append(command)
-        return 1 if command == "sokoban_tools.summary" else 0
+    def run(name, options):
+        ran.append(name)
+        return 1 if name == "summary" else 0
 
-    monkeypatch.setattr(reproduce_command, "run_step", run_step)
-    assert reproduce_command.reproduce(check=True) == 1
-    assert ran == [command for _, command in reproduce_command.STEPS[:3]]
+    monkeypatch.setattr(reproduce_command, "run", run)
+    assert reproduce_command.reproduce_command(["--check"]) == 1
+    assert ran == list(reproduce_command.STEPS[:3])
     assert "reproduce: the summary step failed" in capsys.readouterr().err
 
 
 def test_reproduce__a_step_refusing_its_options_fails_as_its_command_line_would(capsys):
-    assert reproduce_command.run_step("sokoban_tools.summary", ["--no-such-option"]) == 2
+    assert reproduce_command.run("summary", ["--no-such-option"]) == 2
     assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err

@@ -14,7 +14,7 @@ from conftest import DATA_DIR
 from sokoban_tools.evaluation import compare, score
 from sokoban_tools.runtime.episodes import EpisodeRecord
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.data.records import read_rows
+from sokoban_tools.rows import read_rows
 from sokoban_tools.evaluation.stats import PairedTable, newcombe_paired_interval, wilson_interval
 
 DIGEST = sokoban_fairness.PUBLISHED_FILES["fairness/evaluation.jsonl"]["sha256"]

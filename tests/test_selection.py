@@ -19,7 +19,7 @@ from conftest import DATA_DIR, REPO
 from unavailable import unavailable
 import select_evaluation_256 as selector
 from sokoban_tools.rules.board import Board
-from sokoban_tools.data.records import encode_row
+from sokoban_tools.rows import encode_row
 from sokoban_tools.rules.solver import shortest_solution
 
 POOL = "evaluation-pool-1000.jsonl"
@@ -222,7 +222,7 @@ def test_selection__check_names_the_file_and_line_of_a_changed_selected_row(tmp_
 
 # --- Facts of the spec, not of the code ------------------------------------------------------
 
-# The published card of sokoban-eval-256-v1 (/work/shared/spec): source strata, quotas and the
+# The published card of sokoban-eval-256-v1 (../shared/spec): source strata, quotas and the
 # span of the selected lengths. Written out here so that no code under test supplies them.
 SPEC_SOURCE_STRATA = {"1-4": 531, "5-8": 412, "9-14": 57}
 SPEC_QUOTAS = {"1-4": 136, "5-8": 105, "9-14": 15}

@@ -1,10 +1,16 @@
-"""The folder tree reads as the pipeline, and no module imports a later stage.
+"""Two parts with a border: the product never imports the pipeline, and no module imports a later stage.
 
-generate -> select -> verify -> load and play -> score -> publish: each
-sub-package of ``sokoban_tools`` is one stage, the top-level modules beside
-them (layout, artifacts, protocol) are what every stage shares, and the
-commands at the top (``__main__`` and the short command names) drive them all.
-The selector is the top-level script between generating and verifying.
+The installed product (``sokoban_tools`` without ``pipeline``, and the
+standard-library modules beside the loading script) is what a trainer or an
+evaluator gets from the wheel: the rules, the row format, the runtime and
+scoring. The build pipeline (``sokoban_tools.pipeline`` and the top-level
+selector) writes the published files from a clone; it imports the product,
+never the other way round. Within each part the modules are stages in order:
+
+  product:  shared -> rules -> rows -> runtime -> evaluation
+  pipeline: pipeline-shared -> generate -> selection -> verification -> examples -> publish
+
+and the command line (``__main__``) sits above both.
 """
 
 from __future__ import annotations
@@ -13,10 +19,16 @@ import ast
 
 from conftest import REPO
 
-# In pipeline order: a module may import its own stage and earlier ones only.
-STAGES = ("shared", "rules", "data", "selection", "verification", "runtime", "evaluation", "publish", "commands")
-SHARED = {"sokoban_tools", "sokoban_tools.layout", "sokoban_tools.artifacts", "sokoban_tools.protocol"}
+PRODUCT_STAGES = ("shared", "rules", "rows", "runtime", "evaluation")
+PIPELINE_STAGES = ("pipeline-shared", "generate", "selection", "verification", "examples", "publish")
+STAGES = (*PRODUCT_STAGES, *PIPELINE_STAGES, "commands")
+BESIDE_THE_SCRIPT = {"sokoban_render", "sokoban_pins", "sokoban_published"}  # shipped with the loading script
+SHARED = {"sokoban_tools", "sokoban_tools.layout", "sokoban_tools.files", "sokoban_tools.protocol",
+          *BESIDE_THE_SCRIPT}
+PIPELINE_SHARED = {"sokoban_tools.pipeline", "sokoban_tools.pipeline.artifacts"}
+EXAMPLES = {"sokoban_tools.pipeline.baselines", "sokoban_tools.pipeline.example_policies"}
 SELECTOR = "select_evaluation_256"
+OURS = ("sokoban_tools", SELECTOR, *BESIDE_THE_SCRIPT)
 
 
 def stage_of(module: str) -> str:
@@ -25,8 +37,21 @@ def stage_of(module: str) -> str:
         return "selection"
     if module in SHARED:
         return "shared"
+    if module in PIPELINE_SHARED:
+        return "pipeline-shared"
+    if module in EXAMPLES:
+        return "examples"
+    if module == "sokoban_tools.__main__":
+        return "commands"
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in STAGES else "commands"
+    if parts[1] == "pipeline":
+        return parts[2]
+    return parts[1]
+
+
+def part_of(module: str) -> str:
+    stage = stage_of(module)
+    return "product" if stage in PRODUCT_STAGES else "pipeline" if stage in PIPELINE_STAGES else "commands"
 
 
 def imported_modules(source: str, module: str, is_package: bool) -> set[str]:
@@ -44,22 +69,28 @@ def imported_modules(source: str, module: str, is_package: bool) -> set[str]:
                 base = ".".join(anchor + ([base] if base else []))
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}  # `from . import card`
-    return {name for name in found if name == SELECTOR or name.split(".")[0] == "sokoban_tools"}
+    return {name for name in found if name.split(".")[0] in OURS}
 
 
 def violations(sources: dict[str, tuple[str, bool]]) -> list[str]:
-    """``module imports later-stage module`` for each import that goes against the pipeline."""
+    """``module imports module`` for each import across the border from the product into
+    the pipeline, or against the stage order."""
     modules = set(sources)
     out = []
     for module, (source, is_package) in sorted(sources.items()):
         for name in sorted(imported_modules(source, module, is_package)):
-            if name in modules and STAGES.index(stage_of(name)) > STAGES.index(stage_of(module)):
+            if name not in modules:
+                continue
+            if part_of(module) == "product" and part_of(name) == "pipeline":
+                out.append(f"{module} (product) imports {name} (pipeline)")
+            elif STAGES.index(stage_of(name)) > STAGES.index(stage_of(module)):
                 out.append(f"{module} ({stage_of(module)}) imports {name} ({stage_of(name)})")
     return out
 
 
 def repository_sources() -> dict[str, tuple[str, bool]]:
-    sources = {SELECTOR: ((REPO / f"{SELECTOR}.py").read_text(encoding="utf-8"), False)}
+    sources = {name: ((REPO / f"{name}.py").read_text(encoding="utf-8"), False)
+               for name in (SELECTOR, *BESIDE_THE_SCRIPT)}
     for path in (REPO / "sokoban_tools").rglob("*.py"):
         parts = path.relative_to(REPO).with_suffix("").parts
         is_package = parts[-1] == "__init__"
@@ -70,26 +101,35 @@ def repository_sources() -> dict[str, tuple[str, bool]]:
 
 def test_stages__every_module_lives_in_a_known_stage():
     sources = repository_sources()
-    sub_packages = {p.name for p in (REPO / "sokoban_tools").iterdir() if (p / "__init__.py").is_file()}
-    assert sub_packages == set(STAGES) - {"shared", "selection", "commands"}
-    commands = sorted(m for m in sources if stage_of(m) == "commands")
-    # Only the driver and the short command names sit at the top, beside the shared modules.
-    assert commands == ["sokoban_tools.__main__", *(f"sokoban_tools.{name}" for name in
-                        ("baselines", "card", "compare", "example_policies", "pools", "score", "summary", "verify"))]
+    assert {stage_of(module) for module in sources} == set(STAGES)
+    assert sorted(m for m in sources if stage_of(m) == "commands") == ["sokoban_tools.__main__"]
 
 
-def test_stages__no_module_imports_a_later_stage():
+def test_border__the_product_imports_nothing_of_the_pipeline_and_stages_go_one_way():
     sources = repository_sources()
     assert len(sources) > 30
     assert violations(sources) == []
 
 
-def test_stages__the_check_sees_a_later_import_at_any_depth_and_relative():
+def test_border__the_wheel_ships_the_product_alone():
+    """pyproject.toml leaves the pipeline and the selector out of the wheel."""
+    import tomllib
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert set(setuptools["py-modules"]) == {"sokoban_fairness", *BESIDE_THE_SCRIPT}
+    assert setuptools["packages"]["find"]["exclude"] == ["sokoban_tools.pipeline", "sokoban_tools.pipeline.*"]
+
+
+def test_border__the_check_sees_a_crossing_and_a_later_import_at_any_depth_and_relative():
     sources = repository_sources()
-    sources["sokoban_tools.runtime.env"] = ("def render():\n    from ..publish import card\n", False)
-    sources["sokoban_tools.rules.board"] = ("import sokoban_tools.data.records\n", False)
+    sources["sokoban_tools.runtime.env"] = ("def render():\n    from ..pipeline.publish import card\n", False)
+    sources["sokoban_tools.rules.board"] = ("import sokoban_tools.evaluation.stats\n", False)
+    sources["sokoban_tools.pipeline.generate.pools"] = ("from ..verification import verify\n", False)
     assert violations(sources) == [
-        "sokoban_tools.rules.board (rules) imports sokoban_tools.data.records (data)",
-        "sokoban_tools.runtime.env (runtime) imports sokoban_tools.publish (publish)",
-        "sokoban_tools.runtime.env (runtime) imports sokoban_tools.publish.card (publish)",
+        "sokoban_tools.pipeline.generate.pools (generate) imports sokoban_tools.pipeline.verification (verification)",
+        "sokoban_tools.pipeline.generate.pools (generate) imports sokoban_tools.pipeline.verification.verify "
+        "(verification)",
+        "sokoban_tools.rules.board (rules) imports sokoban_tools.evaluation.stats (evaluation)",
+        "sokoban_tools.runtime.env (product) imports sokoban_tools.pipeline.publish (pipeline)",
+        "sokoban_tools.runtime.env (product) imports sokoban_tools.pipeline.publish.card (pipeline)",
     ]

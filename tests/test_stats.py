@@ -8,7 +8,7 @@ import pytest
 from unavailable import unavailable
 
 from sokoban_tools.evaluation.stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
-                                 sign_test_p, wilson_interval)
+                                            sign_test_p, wilson_interval)
 
 
 @pytest.mark.parametrize("wins, trials, expected", [

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from conftest import DATA_DIR, REPO
-from sokoban_tools.verification import summary
+from sokoban_tools.pipeline.verification import summary
 
 FILES = {"train": "train.jsonl", "validation": "evaluation.jsonl",
          "source_pool_1000": "evaluation-pool-1000.jsonl"}
@@ -73,7 +73,7 @@ def test_summary__is_byte_identical_in_a_fresh_process_with_another_hash_seed(tm
     for name in FILES.values():
         shutil.copyfile(DATA_DIR / name, tmp_path / name)
     result = subprocess.run(
-        [sys.executable, "-m", "sokoban_tools.summary", "--data-dir", str(tmp_path)], cwd=REPO,
+        [sys.executable, "-m", "sokoban_tools", "summary", "--data-dir", str(tmp_path)], cwd=REPO,
         capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "2718"}, timeout=300,
     )
     assert result.returncode == 0, result.stderr

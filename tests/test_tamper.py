@@ -13,6 +13,8 @@ facts, which the dataset card states.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import signal
 import sys
 
@@ -161,3 +163,44 @@ def test_script_free_streaming_checks_nothing(tmp_path):
     root = tampered_copy(tmp_path / "repo", "pool_in_place")
     streamed = datasets.load_dataset(str(root), "fairness", split="validation", streaming=True)
     assert sum(1 for _ in streamed) == 1000
+
+
+def _damaged(line: str, damage: str) -> str:
+    row = json.loads(line)
+    if damage == "two players":
+        r, c = _floor_cell(row)
+        row["room_state"][r][c] = 5
+    elif damage == "7x7 board":
+        row["room_fixed"] = [cells + [0] for cells in row["room_fixed"]] + [[0] * 7]
+        row["room_state"] = [cells + [0] for cells in row["room_state"]] + [[0] * 7]
+    elif damage == "missing xsb":
+        del row["xsb"]
+    return json.dumps(row, separators=(",", ":"))
+
+
+def _floor_cell(row) -> tuple[int, int]:
+    """A plain floor cell of the board, where a second player can be put."""
+    return next((r, c) for r, cells in enumerate(row["room_state"]) for c, v in enumerate(cells) if v == 1)
+
+
+@pytest.mark.parametrize("damage, problem", [
+    ("two players", "room_state has 2 players, expected one"),
+    ("7x7 board", "room_fixed is 7 rows of [7] cells, expected a 6x6 board"),
+    ("missing xsb", "keys are"),
+])
+def test_builder_refuses_a_malformed_row_of_a_file_pinned_by_hand_naming_file_and_line(
+        tmp_path, monkeypatch, damage, problem):
+    """Defence in depth: if someone re-pins a damaged file by hand, the rows are still
+    refused, as the package's row reader refuses them, naming the file and line."""
+    root = published_copy(tmp_path / "repo")
+    lines = (root / EVALUATION).read_text(encoding="utf-8").split("\n")
+    lines[6] = _damaged(lines[6], damage)
+    data = "\n".join(lines).encode("utf-8")
+    (root / EVALUATION).write_bytes(data)
+    monkeypatch.setitem(sf.PUBLISHED_FILES, EVALUATION, {
+        "sha256": hashlib.sha256(data).hexdigest(), "rows": rows(data), "bytes": len(data)})
+    with pytest.raises(Exception) as raised:
+        builder(root, tmp_path / "cache").download_and_prepare()
+    refusal = next((exc for exc in chain(raised.value) if type(exc).__name__ == "DataError"), None)
+    assert refusal is not None, f"not refused as a bad row: {chain(raised.value)!r}"
+    assert str(refusal).startswith(f"{EVALUATION}:7: {problem}")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from sokoban_fairness import PUBLISHED_FILES
+from sokoban_published import PUBLISHED_FILES
 from sokoban_tools.rules.board import from_lurd
 from sokoban_tools.runtime.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler

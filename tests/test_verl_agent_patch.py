@@ -165,16 +165,9 @@ def test_with_fairness_false_make_envs_calls_verl_agents_own_builder(tmp_path):
     assert result["calls"] == [[[0, 32, 8], {"is_train": True, **common}], [[1000, 128, 1], {"is_train": False, **common}]]
 
 
-def test_importing_what_a_fair_make_envs_imports_loads_neither_gym_nor_gym_sokoban(tmp_path):
+def test_importing_what_a_fair_make_envs_imports_loads_no_gym_gym_sokoban_or_datasets(tmp_path):
     require("torch", "omegaconf")
-    assert loaded_by_a_fair_make_envs(tmp_path) & {"gym", "gym_sokoban"} == set()
-
-
-@pytest.mark.xfail(strict=True, reason="the pins still live in the loading script sokoban_fairness.py, which "
-                                       "imports datasets; the lead moves them into a stdlib module")
-def test_importing_what_a_fair_make_envs_imports_loads_no_datasets(tmp_path):
-    require("torch", "omegaconf")
-    assert "datasets" not in loaded_by_a_fair_make_envs(tmp_path)
+    assert loaded_by_a_fair_make_envs(tmp_path) == set()
 
 
 def loaded_by_a_fair_make_envs(tmp_path) -> set[str]:
@@ -197,7 +190,7 @@ def test_clone__validation_plays_every_board_once_in_stored_order_and_the_log_sc
     assert "env.sokoban.mode=rgb_array" in report["overrides"] and "data.val_batch_size=128" in report["overrides"]
     assert Path(report["package"]).is_relative_to(REPO)
     # val_batch_size 100 does not divide the 256 boards: 64 environments, so every chunk is full
-    check_passes(report, {64: [64] * 4, 100: [64] * 4, 128: [128] * 2}, [sys.executable, "-m", "sokoban_tools.score"])
+    check_passes(report, {64: [64] * 4, 100: [64] * 4, 128: [128] * 2}, [sys.executable, "-m", "sokoban_tools", "score"])
     entry = report["validation"]["128"]
     assert (entry["method"], entry["run"]) == ("grpo", "grpo_qwen2.5_vl_3b")  # algorithm and experiment names
     assert 0 < sum(entry["passes"][0]["won"]) < 256  # the malformed answers lose some boards
@@ -266,7 +259,7 @@ def test_wheel__the_cards_commands_from_an_installed_package_with_boards_from_th
                          log_per_size=False)
             assert Path(report["package"]).parents[2].name == "site-packages"  # sokoban_tools/runtime/..., installed
             assert "env.fairness=true" in report["overrides"]
-            check_passes(report, {128: [128] * 2}, [str(python), "-m", "sokoban_tools.score"], env)
+            check_passes(report, {128: [128] * 2}, [str(python), "-m", "sokoban_tools", "score"], env)
             for line in after:  # score, without --evaluation: the boards of the pinned release
                 shown = shell(line, work, env)
                 assert shown.startswith("2 validation passes (512 rows) of evaluation.jsonl"), shown
@@ -274,6 +267,6 @@ def test_wheel__the_cards_commands_from_an_installed_package_with_boards_from_th
             pinned = run(python, tmp_path / "verl-agent", tmp_path / "pinned", env=env, val_batch_sizes=[64],
                          backend="local", hub_revision=commit, extra_overrides=[f"env.fairness_revision={commit}"],
                          updates=[3])
-            check_passes(pinned, {64: [64] * 4}, [str(python), "-m", "sokoban_tools.score"], env)
+            check_passes(pinned, {64: [64] * 4}, [str(python), "-m", "sokoban_tools", "score"], env)
     snapshots = {p.parent.parent.name for p in (tmp_path / "hf-home").rglob("snapshots/*/fairness/evaluation.jsonl")}
     assert snapshots == {commit}  # the release tag resolved to the release's commit

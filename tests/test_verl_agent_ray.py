@@ -295,4 +295,4 @@ def test_patched_verl_agent__a_fair_make_envs_plays_on_this_ray(ray, tmp_path):
     report = run(sys.executable, tree, tmp_path / "work", env=env, val_batch_sizes=[16], backend="ray", updates=[0],
                  extra_overrides=["data.train_batch_size=2", "env.rollout.n=2", "env.resources_per_worker.num_cpus=0.05"])
     assert report["workers"] == "RayWorkers"
-    check_passes(report, {16: [16] * 16}, [sys.executable, "-m", "sokoban_tools.score"], training_groups=(2, 2))
+    check_passes(report, {16: [16] * 16}, [sys.executable, "-m", "sokoban_tools", "score"], training_groups=(2, 2))

@@ -1,6 +1,6 @@
 """Replaying the runtime traces of the original environment (helper for tests, not a test file).
 
-``../shared/vectors/runtime-traces.jsonl.gz`` (see its README) records 1,200
+``tests/data/runtime-traces.jsonl.gz`` (see its README there) records 1,200
 episodes of verl-agent's Sokoban environment: for every step the reward, done,
 info, observation and the ``state``/``list``/``tiny_rgb_array`` renders. An
 episode is replayed as a flat list of worker calls (:func:`calls_of`), so that
@@ -16,19 +16,16 @@ import json
 
 import numpy as np
 
-from conftest import DATA_DIR, SHARED_VECTORS
-from unavailable import unavailable
-from sokoban_tools.data.records import read_rows
+from conftest import DATA_DIR, TEST_DATA
+from sokoban_tools.rows import read_rows
 
-TRACES = SHARED_VECTORS / "runtime-traces.jsonl.gz"
+TRACES = TEST_DATA / "runtime-traces.jsonl.gz"
 RENDERS = ("state", "list", "tiny_rgb_array")
 STEPS = ("num_env_steps",)  # a call that reads the worker's step counter
 
 
 def load_traces() -> list[dict]:
-    """Every trace episode; a missing file skips, except under CI=true, where it fails."""
-    if not TRACES.is_file():
-        unavailable(f"the runtime traces {TRACES} are missing (the shared vectors beside the repository)")
+    """Every trace episode."""
     with gzip.open(TRACES, "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle]
 

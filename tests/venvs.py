@@ -40,6 +40,8 @@ from sokoban_fairness import PUBLISHED_FILES  # noqa: E402
 
 SCRIPT = "sokoban_fairness.py"
 RENDERER = "sokoban_render.py"  # imported by the script, published beside it
+# The script and the modules it imports from beside it (renderer, pins, file and row checks).
+SCRIPT_FILES = (SCRIPT, RENDERER, "sokoban_pins.py", "sokoban_published.py")
 CARD = "README.md"
 EVALUATION = "fairness/evaluation.jsonl"
 POOL = "fairness/evaluation-pool-1000.jsonl"
@@ -234,8 +236,8 @@ def offline_env(hf_home) -> dict:
 # ---------------------------------------------------------------------------
 
 def published_names() -> list[str]:
-    """The card, the loading script, its renderer and every data file the loaders read."""
-    return [CARD, SCRIPT, RENDERER, *PUBLISHED_FILES]
+    """The card, the loading script, the modules beside it and every data file the loaders read."""
+    return [CARD, *SCRIPT_FILES, *PUBLISHED_FILES]
 
 
 def published_copy(directory: Path) -> Path:

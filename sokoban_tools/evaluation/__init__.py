@@ -1,3 +1,2 @@
-"""Stage 6, score: statistics, scoring and comparing episode logs, their
-pictures, the exact random-policy baselines and the worked example's policies.
+"""Score: statistics, scoring and comparing episode logs, and their pictures.
 """

@@ -1,6 +1,6 @@
 """Compare two methods board by board at every update both have validated.
 
-    python -m sokoban_tools.compare --a LOG [LOG ...] --b LOG [LOG ...]
+    python -m sokoban_tools compare --a LOG [LOG ...] --b LOG [LOG ...]
                                     [--method-a NAME --method-b NAME] [--plot FILE] [--json]
 
 At each update: the paired 2x2 table (boards both methods solved, only A,
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sokoban_fairness import ChecksumError
+from sokoban_published import ChecksumError
 
-from ..artifacts import write_atomic
-from ..data.records import DataError
+from ..files import write_atomic
+from ..rows import DataError
 from ..runtime.boards import BoardsNotFound
 from .figures import line_chart
 from .score import table
@@ -161,7 +161,7 @@ def learning_curves(report: dict) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools.compare",
+    parser = argparse.ArgumentParser(prog="python -m sokoban_tools compare",
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 2)[2])

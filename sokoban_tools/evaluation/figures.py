@@ -13,10 +13,10 @@ import math
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..data.records import BoardRow
+from ..rows import BoardRow
 from ..rules.board import ACTION_NAMES, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
 from ..rules.images import contact_sheet, png_bytes, render_board, replay_frames
-from sokoban_fairness import render_rgb
+from sokoban_render import render_rgb
 
 SERIES_COLOURS = ((66, 120, 190), (230, 140, 40), (120, 120, 120))
 # Pillow's built-in font at 12 px; at its default 10 px the shaped text runs words together.

@@ -1,7 +1,7 @@
 """Score validation episode logs: success with 95% intervals per pass, stratum and length.
 
-    python -m sokoban_tools.score LOG [LOG ...]          # a table per (method, run, update)
-    python -m sokoban_tools.score LOG [LOG ...] --json   # the same as JSON
+    python -m sokoban_tools score LOG [LOG ...]          # a table per (method, run, update)
+    python -m sokoban_tools score LOG [LOG ...] --json   # the same as JSON
 
 Each (method, run, update) group must be one complete pass over the published
 256 validation boards (see :mod:`sokoban_tools.evaluation.scoring` for what is refused).
@@ -15,10 +15,10 @@ import json
 import sys
 from pathlib import Path
 
-from sokoban_fairness import ChecksumError
+from sokoban_published import ChecksumError
 
-from ..data.records import DataError
 from ..protocol import STRATA
+from ..rows import DataError
 from ..runtime.boards import BoardsNotFound
 from .scoring import BoardSet, check_board_set, group_rows, read_logs, score_group
 
@@ -80,7 +80,7 @@ def render(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools.score", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sokoban_tools score", description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="episode logs (JSONL)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--evaluation", type=Path, default=None,

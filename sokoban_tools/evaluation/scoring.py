@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sokoban_fairness import PUBLISHED_FILES
+from sokoban_published import PUBLISHED_FILES
 
-from ..data.records import DataError
 from ..layout import ROOT, VALIDATION_DATA
 from ..protocol import STRATA, stratum_of
+from ..rows import DataError
 from ..runtime.episodes import EpisodeRecord, read_episodes
 from ..runtime.boards import board_file
 from ..runtime.tasks import load_validation

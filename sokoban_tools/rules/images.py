@@ -17,7 +17,7 @@ from PIL import Image
 
 from sokoban_render import encode_png, render_rgb
 
-from ..artifacts import write_atomic
+from ..files import write_atomic
 from .board import Board, play
 
 

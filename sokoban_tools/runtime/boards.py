@@ -22,10 +22,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sokoban_fairness import PUBLISHED_FILES, RELEASE
+from sokoban_published import PUBLISHED_FILES, RELEASE
 
-from ..data.records import BoardRow
-from ..layout import ROOT, is_clone
+from ..layout import ROOT
+from ..rows import BoardRow
 from .tasks import load_tasks
 
 HUB_REPO_ID = "org/sokoban-fairness"
@@ -51,9 +51,14 @@ def board_file(name: str, dataset_dir: Path | str | None = None, hub_revision: s
         raise ValueError("give dataset_dir (a local copy) or hub_revision (a Hub revision), not both")
     if dataset_dir is not None:
         return _local_file(Path(dataset_dir), name)
-    if hub_revision is None and is_clone(ROOT):
+    if hub_revision is None and runs_from_clone():
         return _local_file(ROOT, name)
     return _hub_file(name, hub_repo_id, RELEASE_REVISION if hub_revision is None else hub_revision)
+
+
+def runs_from_clone() -> bool:
+    """Whether the package runs from a clone, which holds the pipeline the wheel leaves out."""
+    return (ROOT / "sokoban_tools" / "pipeline").is_dir()
 
 
 def load_boards(name: str, dataset_dir: Path | str | None = None, hub_revision: str | None = None,

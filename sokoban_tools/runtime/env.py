@@ -42,7 +42,7 @@ import numpy as np
 
 from sokoban_render import render_rgb
 
-from ..data.records import BoardRow
+from ..rows import BoardRow
 from ..rules.board import ACTIONS, ACTION_NAMES, TARGET, Board
 
 STEP_PENALTY = -0.1

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ..data.records import DataError
+from ..rows import DataError
 
 EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256")
 PHASES = ("validation", "training")

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
-from sokoban_fairness import PUBLISHED_FILES
+from sokoban_published import PUBLISHED_FILES
 
 from ..layout import VALIDATION_DATA
 from .episodes import append_episodes

@@ -20,9 +20,9 @@ import warnings
 
 import numpy as np
 
-from ..layout import ROOT, TRAIN_DATA
-from ..rules.board import ACTIONS, Board
-from ..runtime.env import DEFAULT_MAX_STEPS, FairSokobanEnv
+from ...layout import ROOT, TRAIN_DATA
+from ...rules.board import ACTIONS, Board
+from ...runtime.env import DEFAULT_MAX_STEPS, FairSokobanEnv
 from .original import gym_sokoban
 
 ACTORS = 8
@@ -108,8 +108,8 @@ def _drop_in_figures(episodes: int) -> tuple[float, float, float, list[list[Boar
     """(actor start-up incl. first reset, median reset latency, steps/s) of the drop-in with
     ``ACTORS`` training workers driven as the trainer drives them, and the boards and actions
     it played, so that gym-sokoban can play the same."""
-    from ..runtime.tasks import load_training
-    from ..runtime.verl_agent import build_sokoban_envs
+    from ...runtime.tasks import load_training
+    from ...runtime.verl_agent import build_sokoban_envs
 
     by_id = {row.task_id: row.board for row in load_training(ROOT / TRAIN_DATA)}
     rng = random.Random(0)

@@ -1,8 +1,8 @@
 """Build the two frozen board pools and their generation audit from seeds.
 
-    python -m sokoban_tools.pools            # write fairness/train.jsonl, evaluation-pool-1000.jsonl,
+    python -m sokoban_tools pools            # write fairness/train.jsonl, evaluation-pool-1000.jsonl,
                                              # source-pool-summary.json
-    python -m sokoban_tools.pools --check    # regenerate in memory, compare byte for byte
+    python -m sokoban_tools pools --check    # regenerate in memory, compare byte for byte
 
 A candidate seed is accepted when the generator returns a room for it, the
 room is not already solved, it is solvable, and its canonical form (under the
@@ -29,18 +29,20 @@ from typing import NamedTuple
 
 from tqdm import tqdm
 
-from ..artifacts import command_line, json_document, run_command, sha256_bytes, worker_processes
-from ..layout import (DATA_DIR, GENERATION_AUDIT_FILE, SOURCE_POOL_FILE, SOURCE_POOL_NAME, TRAIN_FILE,
-                     TRAINING_POOL_NAME, published)
-from ..protocol import STRATA, histogram, stratum_of
-from ..rules.board import Board, Cell, Grid
-from ..rules.solver import shortest_solution
-from ..rules.symmetry import canonical_form
+from ...files import sha256_bytes
+from ...layout import (DATA_DIR, GENERATION_AUDIT_FILE, SOURCE_POOL_FILE, SOURCE_POOL_NAME, TRAIN_FILE,
+                       TRAINING_POOL_NAME, published)
+from ...protocol import STRATA, histogram, stratum_of
+from ...rows import encode_row
+from ...rules.board import Board, Cell, Grid
+from ...rules.solver import shortest_solution
+from ...rules.symmetry import canonical_form
+from ..artifacts import command_line, json_document, run_command, worker_processes
 from .generator import GeneratorConfig, Rejection, generate
-from .records import encode_row
 
-COMMAND = "python -m sokoban_tools.pools"
-GENERATOR_NAME = "verl-agent Sokoban generate_room, reimplemented seed for seed in sokoban_tools/data/generator.py"
+COMMAND = "python -m sokoban_tools pools"
+GENERATOR_NAME = ("verl-agent Sokoban generate_room, reimplemented seed for seed in "
+                  "sokoban_tools/pipeline/generate/generator.py")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ steps, and solves with a breadth-first search over whole grids. This module
 drives gym-sokoban's functions that way, with the original's data
 representation (numpy grids, explored sets of ``marshal`` bytes, grids copied
 per move), so that timing it measures the original algorithm. The benchmark
-checks that it returns the boards :mod:`sokoban_tools.data.generator` returns.
+checks that it returns the boards :mod:`sokoban_tools.pipeline.generate.generator` returns.
 
 It seeds and so changes Python's and numpy's global RNGs, as the original does.
 """
@@ -27,8 +27,8 @@ from collections import deque
 
 import numpy as np
 
-from ..data.generator import MAX_EXPLORED_STATES, GeneratorConfig
-from ..rules.board import ACTIONS, BOX, BOX_ON_TARGET, DELTAS, FLOOR, PLAYER, TARGET, WALL, Board
+from ...rules.board import ACTIONS, BOX, BOX_ON_TARGET, DELTAS, FLOOR, PLAYER, TARGET, WALL, Board
+from ..generate.generator import MAX_EXPLORED_STATES, GeneratorConfig
 
 # While generating, gym-sokoban marks a box that was pulled BOX_ON_TARGET (3),
 # whatever it stands on, and an unpulled one BOX (4).

@@ -1,10 +1,10 @@
 """Verify every stored board in game images and by exact search, and write the reports.
 
-    python -m sokoban_tools.verify            # write fairness/verification.json (the 256
+    python -m sokoban_tools verify            # write fairness/verification.json (the 256
                                               # validation boards) and
                                               # fairness/source-pool-verification.json
                                               # (the 5,000 + 1,000 pool boards)
-    python -m sokoban_tools.verify --check    # recompute; fail on any difference or failed board
+    python -m sokoban_tools verify --check    # recompute; fail on any difference or failed board
 
 Each board is read with :func:`records.read_board_file` (a row that cannot be read
 stops everything with its file and line; that reader already refuses a board
@@ -35,17 +35,18 @@ import numpy as np
 
 from sokoban_render import TILE_SIZE, render_rgb
 
-from ..artifacts import command_line, json_document, run_command, sha256_bytes, worker_processes
-from ..data.records import BoardRow, read_board_file
-from ..layout import (DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, TRAIN_FILE,
-                     TRAINING_POOL_NAME, VALIDATION_FILE, VERIFICATION_FILE, published)
-from ..protocol import PROTOCOL
-from ..rules.board import BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board, from_lurd, play
-from ..rules.images import replay_frames
-from ..rules.solver import shortest_solution
-from ..rules.symmetry import canonical_form
+from ...files import sha256_bytes
+from ...layout import (DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, TRAIN_FILE,
+                       TRAINING_POOL_NAME, VALIDATION_FILE, VERIFICATION_FILE, published)
+from ...protocol import PROTOCOL
+from ...rows import BoardRow, read_board_file
+from ...rules.board import BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board, from_lurd, play
+from ...rules.images import replay_frames
+from ...rules.solver import shortest_solution
+from ...rules.symmetry import canonical_form
+from ..artifacts import command_line, json_document, run_command, worker_processes
 
-COMMAND = "python -m sokoban_tools.verify"
+COMMAND = "python -m sokoban_tools verify"
 VALIDATION_NAME = "validation"  # the validation set's name in the reports
 # (name in the reports, file) of every board file, in the order uniqueness is checked.
 BOARD_FILES = ((TRAINING_POOL_NAME, TRAIN_FILE), (SOURCE_POOL_NAME, SOURCE_POOL_FILE),

@@ -1,9 +1,9 @@
 """Write everything a user reads about the data from the generated files.
 
-    python -m sokoban_tools.card            # README.md, fairness/README.md, images/*.png, and
-                                            # the published checksums inside sokoban_fairness.py
-    python -m sokoban_tools.card --check    # fail if any of them is out of date
-    python -m sokoban_tools.card --new-release   # pin changed data files as the release
+    python -m sokoban_tools card            # README.md, fairness/README.md, images/*.png, and
+                                            # the published checksums, sokoban_pins.py
+    python -m sokoban_tools card --check    # fail if any of them is out of date
+    python -m sokoban_tools card --new-release   # pin changed data files as the release
                                                  # the card's changelog names (see release.py)
 
 Every number in the dataset card comes from the JSON reports under
@@ -18,30 +18,27 @@ import re
 import sys
 from pathlib import Path
 
-from ..artifacts import command_line, run_command, sha256_bytes
-from ..data.records import BoardRow, read_board_file, read_rows
-from ..evaluation import compare
-from ..evaluation.baselines import HORIZON, POLICIES
-from ..evaluation.example_policies import log_path
-from ..evaluation.figures import board_sheet, length_histogram, line_chart, replay_strip
-from ..layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
-                     DATA_FOLDER, DATA_README, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE, LEARNING_CURVES_IMAGE,
-                     LENGTHS_IMAGE, LOADING_SCRIPT, REPLAY_IMAGE, ROOT, RUNTIME_EXAMPLE, SELECTION_FILE,
-                     SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA,
-                     TRAINING_POOL_NAME, VALIDATION_DATA, VERIFICATION_FILE, published)
-from ..rules.board import from_lurd
-from ..runtime.env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from ...evaluation import compare
+from ...evaluation.figures import board_sheet, length_histogram, line_chart, replay_strip
+from ...files import sha256_bytes
+from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
+                       DATA_FOLDER, DATA_README, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
+                       LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, ROOT,
+                       RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
+                       SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
+                       VALIDATION_DATA, VERIFICATION_FILE, published)
+from ...rows import BoardRow, read_board_file, read_rows
+from ...rules.board import from_lurd
+from ...runtime.env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from ..artifacts import command_line, run_command
+from ..baselines import HORIZON, POLICIES
+from ..example_policies import log_path
 from .release import (FLAG, NOT_WITH_CHECK, Release, ReleaseError, changelog_versions, pinned_release,
                       release_to_pin)
 
 REPO = ROOT
 TEMPLATES = Path(__file__).resolve().parent / "card_templates"
-COMMAND = "python -m sokoban_tools.card"
-BLOCK = re.compile(
-    r"(# BEGIN PUBLISHED FILES \(written by `python -m sokoban_tools.card`; do not edit\)\n)"
-    r"(.*?)(# END PUBLISHED FILES\n)",
-    re.S,
-)
+COMMAND = "python -m sokoban_tools card"
 DATA_FILES = tuple(dict.fromkeys(name for splits in CONFIGURATIONS.values() for name in splits.values()))
 # The script-free schema of a row, as the JSON loader reads it: (column, YAML type).
 ROW_FEATURES = (
@@ -66,25 +63,20 @@ def published_files(repo: Path) -> dict[str, dict]:
     return entries
 
 
-def _published_block(repo: Path) -> tuple[str, re.Match]:
-    """The loading script's text and its PUBLISHED FILES block."""
-    text = (repo / LOADING_SCRIPT).read_text(encoding="utf-8")
-    block = BLOCK.search(text)
-    if not block:
-        raise ReleaseError(f"{repo / LOADING_SCRIPT}: the PUBLISHED FILES block is missing; restore it from git")
-    return text, block
+PINS_DOC = '''"""The published data files of sokoban-fairness: their release and the SHA-256, rows and size of each.
+
+Written whole by `python -m sokoban_tools card` from the files it has just
+checked; do not edit. Changing it takes a new release (see the Changelog
+section of the dataset card).
+"""
+'''
 
 
-def loading_script(repo: Path, release: Release) -> bytes:
-    """The loading script with its PUBLISHED FILES block rewritten to pin ``release``."""
-    text, block = _published_block(repo)
-    lines = [f'RELEASE = "{release.version}"  # see the Changelog section of the dataset card',
-             "PUBLISHED_FILES = {"]
-    for name, entry in release.files.items():
-        lines.append(f'    "{name}": {{"sha256": "{entry["sha256"]}", "rows": {entry["rows"]}, '
-                     f'"bytes": {entry["bytes"]}}},')
-    lines.append("}")
-    return (text[:block.start(2)] + "\n".join(lines) + "\n" + text[block.end(2):]).encode("utf-8")
+def pins_module(release: Release) -> bytes:
+    """``sokoban_pins.py`` pinning ``release``: a docstring and two literals, written from data."""
+    files = ",\n".join(f"    {json.dumps(name)}: {json.dumps(entry)}" for name, entry in release.files.items())
+    return (f"{PINS_DOC}\nRELEASE = {json.dumps(release.version)}\nPUBLISHED_FILES = {{\n{files},\n}}\n"
+            ).encode("utf-8")
 
 
 def release_of(repo: Path, files: dict[str, dict], new_release: bool) -> Release:
@@ -92,7 +84,7 @@ def release_of(repo: Path, files: dict[str, dict], new_release: bool) -> Release
     ``new_release`` the changelog's new entry (:func:`release.release_to_pin`)."""
     template = TEMPLATES / "README.md"
     changelog = changelog_versions(template.read_text(encoding="utf-8"), template)
-    pinned = pinned_release(_published_block(repo)[1].group(2), repo / LOADING_SCRIPT)
+    pinned = pinned_release(_read_text(repo / PINS, "restore it from git"), repo / PINS)
     return Release(release_to_pin(pinned, files, changelog, new_release, template), files)
 
 
@@ -156,7 +148,7 @@ def fill(template: str, values: dict[str, object], source: str = "card template"
         key = match.group(1)
         if key not in values:
             raise CardError(f"{source}: template error: it names {{{{ {key} }}}}, which no report provides; "
-                            f"fix the template, or add the figure to sokoban_tools/publish/card.py")
+                            f"fix the template, or add the figure to sokoban_tools/pipeline/publish/card.py")
         return str(values[key])
     return re.sub(r"\{\{ (\w+) \}\}", value, template)
 
@@ -390,7 +382,7 @@ def _citation(repo: Path) -> str:
 
 def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
-    return [repo / name for name in (LOADING_SCRIPT, CARD, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
+    return [repo / name for name in (PINS, CARD, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
                                      LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE)]
 
 
@@ -423,7 +415,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         raise CardError(f"the reports under {DATA_FOLDER}/ lack the entry {err}, so they predate this code; "
                         f"{REGENERATE}") from None
     return dict(zip(outputs(repo), (
-        loading_script(repo, release),
+        pins_module(release),
         (front_matter(release.files) + _template("README.md", values)).encode("utf-8"),
         _template("fairness-README.md", values).encode("utf-8"),
         board_sheet(validation[:16]),

@@ -1,8 +1,8 @@
 """Published data files are a release: their pinned digests change only on purpose.
 
-The loading script pins the release (``RELEASE``) and the SHA-256, rows and
-size of every data file it reads (``PUBLISHED_FILES``), in a block that
-``python -m sokoban_tools.card`` writes. Regenerating is meant to reproduce
+``sokoban_pins.py``, beside the loading script, pins the release (``RELEASE``)
+and the SHA-256, rows and size of every data file (``PUBLISHED_FILES``);
+``python -m sokoban_tools card`` writes it. Regenerating is meant to reproduce
 those files byte for byte, so a data file that now differs from its pinned
 entry (a changed generator, say) is refused with both digests, unless the run
 is declared a new release (``--new-release``, which ``python -m sokoban_tools
@@ -32,7 +32,7 @@ class ReleaseError(ValueError):
 
 @dataclass(frozen=True)
 class Release:
-    """A release as the loading script pins it."""
+    """A release as ``sokoban_pins.py`` pins it."""
 
     version: str
     files: dict[str, dict]  # data file -> {"sha256", "rows", "bytes"}
@@ -42,18 +42,19 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-def pinned_release(block: str, script: Path) -> Release:
-    """The ``RELEASE`` and ``PUBLISHED_FILES`` assignments of the loading script's block."""
+def pinned_release(text: str, script: Path) -> Release:
+    """The ``RELEASE`` and ``PUBLISHED_FILES`` assignments of the pins module ``script``
+    (whose ``text`` is given), read as literals: it is data, never run."""
     values = {}
     try:
-        for statement in ast.parse(block).body:
+        for statement in ast.parse(text).body:
             if isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name):
                 values[statement.targets[0].id] = ast.literal_eval(statement.value)
     except (SyntaxError, ValueError) as err:
-        raise ReleaseError(f"{script}: the PUBLISHED FILES block does not parse ({err}); restore it from git") from None
+        raise ReleaseError(f"{script}: does not parse ({err}); restore it from git") from None
     missing = [name for name in ("RELEASE", "PUBLISHED_FILES") if name not in values]
     if missing:
-        raise ReleaseError(f"{script}: the PUBLISHED FILES block lacks {', '.join(missing)}; restore it from git")
+        raise ReleaseError(f"{script}: lacks {', '.join(missing)}; restore it from git")
     return Release(values["RELEASE"], values["PUBLISHED_FILES"])
 
 
@@ -105,8 +106,8 @@ def release_to_pin(pinned: Release, files: dict[str, dict], changelog: list[str]
                 f"{changelog_path} and run `{COMMAND}`; if not, restore the release's files "
                 f"(git checkout -- fairness/) and find what changed the generator")
         if newest != pinned.version:
-            raise ReleaseError(f"{changelog_path}: the newest changelog entry is {newest}, but the loading "
-                               f"script pins release {pinned.version}; a changelog entry comes with a new "
+            raise ReleaseError(f"{changelog_path}: the newest changelog entry is {newest}, but sokoban_pins.py "
+                               f"pins release {pinned.version}; a changelog entry comes with a new "
                                f"release of the data (`{COMMAND}`), so remove it or release")
         return pinned.version
     if not changes:

@@ -1,7 +1,7 @@
 """Exact floor and ceiling of every board: fairness/baselines.json.
 
-    python -m sokoban_tools.baselines            # write fairness/baselines.json
-    python -m sokoban_tools.baselines --check    # recompute; fail on any difference
+    python -m sokoban_tools baselines            # write fairness/baselines.json
+    python -m sokoban_tools baselines --check    # recompute; fail on any difference
 
 A success rate means little without a floor and a ceiling. For every
 validation and training board this computes, exactly and without sampling,
@@ -39,14 +39,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..artifacts import command_line, run_command, worker_processes
-from ..data.records import BoardRow, DataError, read_rows
 from ..layout import BASELINES_FILE, DATA_DIR, TRAIN_FILE, VALIDATION_FILE
 from ..protocol import PROTOCOL, STRATA, stratum_of
+from ..rows import BoardRow, DataError, read_rows
 from ..rules.board import ACTIONS, Board, from_lurd, layout, play
 from ..runtime.env import DEFAULT_MAX_STEPS, step_reward
+from .artifacts import command_line, run_command, worker_processes
 
-COMMAND = "python -m sokoban_tools.baselines"
+COMMAND = "python -m sokoban_tools baselines"
 HORIZON = DEFAULT_MAX_STEPS
 NO_OP = 0  # verl-agent's action for an answer it cannot parse
 POLICIES = {"moves_1_4": ACTIONS, "outputs_0_4": (NO_OP, *ACTIONS)}

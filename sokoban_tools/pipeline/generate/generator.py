@@ -31,7 +31,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..rules.board import FLOOR, TARGET, WALL, Board, Grid, Layout, forget_layouts, layout
+from ...protocol import DIM_ROOM, NUM_BOXES, SEARCH_DEPTH
+from ...rules.board import FLOOR, TARGET, WALL, Board, Grid, Layout, forget_layouts, layout
 from .topology import random_floor
 
 # The original stops its reverse search after this many explored states.
@@ -43,9 +44,9 @@ NO_SCORE_MESSAGE = "Generated Model with score == 0"
 class GeneratorConfig:
     """The parameters of ``generate_room`` as verl-agent's Sokoban environment uses them."""
 
-    dim_room: tuple[int, int] = (6, 6)
-    num_boxes: int = 1
-    search_depth: int = 30
+    dim_room: tuple[int, int] = DIM_ROOM
+    num_boxes: int = NUM_BOXES
+    search_depth: int = SEARCH_DEPTH
     num_steps: int = 20
     p_change_directions: float = 0.35
     tries: int = 4

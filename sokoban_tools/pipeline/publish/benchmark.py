@@ -6,7 +6,7 @@ runtime and the test suite.
 
 Where gym-sokoban 0.0.6 (the test extra) is installed, the generator and the
 solver are also timed against the original verl-agent algorithm
-(:mod:`sokoban_tools.publish.original`) in the same run, on the same seeds and boards,
+(:mod:`sokoban_tools.pipeline.publish.original`) in the same run, on the same seeds and boards,
 interleaved, and the ratio is printed; the original's boards must be ours.
 Timings vary by machine and load; they live here, in a command, rather than in
 unit tests.
@@ -27,16 +27,18 @@ import numpy as np
 
 from sokoban_fairness import SokobanFairness, cache_hash, render_rgb
 
+from ...evaluation import score
+from ...files import sha256_file, write_atomic
+from ...layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
+from ...rows import read_rows
+from ...rules.board import Board
+from ...rules.solver import shortest_solution
+from ...runtime.episodes import EpisodeRecord, append_episodes
+from .. import baselines
+from ..artifacts import default_workers
+from ..generate import pools
+from ..generate.generator import Rejection, forget_rooms, generate
 from . import card, original, runtime_benchmark
-from ..artifacts import default_workers, sha256_file, write_atomic
-from ..data import pools
-from ..data.generator import Rejection, forget_rooms, generate
-from ..data.records import read_rows
-from ..evaluation import baselines, score
-from ..layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
-from ..rules.board import Board
-from ..rules.solver import shortest_solution
-from ..runtime.episodes import EpisodeRecord, append_episodes
 
 GENERATOR_SEEDS = range(3000)
 SOLVER_BOARD_STRIDE = 3  # every 3rd pool board, 2,000 boards: the original takes ~1.5 ms each
@@ -170,9 +172,9 @@ def measure() -> list[tuple[str, str, str, str]]:
     render_s = _cpu_seconds(lambda: [render_rgb(f, s) for f, s in states])
     table.append(("renderer, per 6×6 board (CPU time)", f"{render_s / len(states) * 1e6:,.0f} µs", "", ""))
     workers = default_workers()
-    table.append((f"`python -m sokoban_tools.pools --check` ({workers} worker processes; wall time)",
+    table.append((f"`python -m sokoban_tools pools --check` ({workers} worker processes; wall time)",
                   _command_time("sokoban_tools.pools"), "", GOALS["pools"]))
-    table.append((f"`python -m sokoban_tools.verify --check`: all 6,256 boards, every frame rendered "
+    table.append((f"`python -m sokoban_tools verify --check`: all 6,256 boards, every frame rendered "
                   f"({workers} worker processes; wall time)", _command_time("sokoban_tools.verify"), "", ""))
     table.append(("`python -m sokoban_tools reproduce --check`: every published file (wall time)",
                   _command_time("sokoban_tools", "reproduce"), "", GOALS["reproduce"]))
@@ -205,9 +207,9 @@ def scoring_figures() -> list[tuple[str, str, str, str]]:
         score_s = _cpu_seconds(lambda: score.score([log]))
     baselines_s = _cpu_seconds(baselines.build)
     return [
-        (f"score {SCORED_GROUPS} passes of {len(task_ids)} rows (`python -m sokoban_tools.score`; CPU time)",
+        (f"score {SCORED_GROUPS} passes of {len(task_ids)} rows (`python -m sokoban_tools score`; CPU time)",
          f"{score_s:.2f} s", "", ""),
-        ("exact baselines of all 6,256 boards (`python -m sokoban_tools.baselines`; CPU time)",
+        ("exact baselines of all 6,256 boards (`python -m sokoban_tools baselines`; CPU time)",
          f"{baselines_s:.1f} s", "", ""),
     ]
 
@@ -227,7 +229,7 @@ def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str
         f"Measured with `python -m sokoban_tools benchmark --write` on {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, load average {load[0]} before and {load[1]} after. "
         "The original is verl-agent's generator and solver "
-        "(gym-sokoban's room functions driven as verl-agent drives them, `sokoban_tools/publish/original.py`), "
+        "(gym-sokoban's room functions driven as verl-agent drives them, `sokoban_tools/pipeline/publish/original.py`), "
         "checked to make the same boards and solutions.",
         "",
         "| What | This code | Original, same run | Goal |",

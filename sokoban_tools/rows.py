@@ -4,7 +4,9 @@ One JSON object per line, keys in :data:`ROW_KEYS` order, compact separators,
 ``\\n`` line ends: each line is exactly what :func:`encode_row` writes for its
 board, so a line that re-serialises to other bytes (CRLF, spaces, duplicate
 keys, escapes) is refused. Boards are 6x6 rooms walled all round, and seeds
-fit in int64 (the column type the loaders give them). Readers refuse anything
+fit in int64 (the column type the loaders give them): the structure is checked by
+``sokoban_published.row_problem``, as the loading script checks it, and the
+solution is replayed here. Readers refuse anything
 else with a :class:`DataError` that names the file, the line and the field and
 says how to fix it, so a damaged file never reaches a trainer or a report silently.
 """
@@ -16,19 +18,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..rules.board import Board, from_lurd, lurd_of, play, to_lurd
+from sokoban_published import ROW_KEYS, row_problem
 
-ROW_KEYS = (
-    "task_id",
-    "seed",
-    "room_fixed",
-    "room_state",
-    "xsb",
-    "shortest_solution",
-    "shortest_solution_length",
-)
-ROOM_SHAPE = (6, 6)  # (rows, columns) of every stored board
-SEED_RANGE = (-(2**63), 2**63 - 1)  # int64, the seed column's type
+from .rules.board import Board, from_lurd, lurd_of, play, to_lurd
+
 REGENERATE_HINT = "regenerate it with the reproduction commands in fairness/README.md"
 
 
@@ -81,28 +74,6 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
     return dict(pairs)
 
 
-def _shape_problem(key: str, grid: list[list[int]]) -> str | None:
-    """Why ``grid`` is not 6x6, or ``None``."""
-    rows, columns = ROOM_SHAPE
-    if len(grid) != rows or any(len(r) != columns for r in grid):
-        shape = f"{len(grid)} rows of {sorted({len(r) for r in grid})} cells"
-        return f"{key} is {shape}, expected a {rows}x{columns} board"
-    return None
-
-
-BORDER = tuple((r, c) for r in range(ROOM_SHAPE[0]) for c in range(ROOM_SHAPE[1])
-               if r in (0, ROOM_SHAPE[0] - 1) or c in (0, ROOM_SHAPE[1] - 1))
-
-
-def _border_problem(grid: list[list[int]]) -> str | None:
-    """Why the 6x6 ``room_fixed`` is not walled all round, or ``None`` (a piece on
-    a border wall is refused by :meth:`Board.from_rooms`)."""
-    open_cells = [(r, c) for r, c in BORDER if grid[r][c] != 0]
-    if open_cells:
-        return f"room_fixed has non-wall border cells {open_cells[:4]}, every border cell must be 0 (wall)"
-    return None
-
-
 def decode_row(line: str) -> BoardRow:
     """Parse and check one line; raises ``ValueError`` saying what is wrong."""
     if line.endswith("\r"):
@@ -111,27 +82,7 @@ def decode_row(line: str) -> BoardRow:
         row = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
     except json.JSONDecodeError as err:
         raise ValueError(f"not valid JSON ({err.msg} at column {err.colno})") from None
-    if not isinstance(row, dict):
-        raise ValueError("not a JSON object")
-    if tuple(row) != ROW_KEYS:
-        raise ValueError(f"keys are {list(row)}, expected {list(ROW_KEYS)} in that order")
-    for key, kind in (("task_id", str), ("seed", int), ("xsb", str),
-                      ("shortest_solution", str), ("shortest_solution_length", int)):
-        if not isinstance(row[key], kind) or isinstance(row[key], bool):
-            raise ValueError(f"{key} is not a {kind.__name__}")
-    low, high = SEED_RANGE
-    if not low <= row["seed"] <= high:
-        raise ValueError(f"seed {row['seed']} is outside int64 ({low}..{high})")
-    for key in ("room_fixed", "room_state"):
-        grid = row[key]
-        # type(v) is int: JSON gives int or bool (an int subclass), and a bool is refused
-        if not (isinstance(grid, list) and all(type(r) is list for r in grid)
-                and {type(v) for r in grid for v in r} <= {int}):
-            raise ValueError(f"{key} is not a list of lists of integers")
-        problem = _shape_problem(key, grid)
-        if problem:
-            raise ValueError(problem)
-    problem = _border_problem(row["room_fixed"])
+    problem = row_problem(row)  # the structure, as the loading script checks it
     if problem:
         raise ValueError(problem)
     board = Board.from_rooms(row["room_fixed"], row["room_state"])
@@ -216,3 +167,17 @@ def _checked_rows(data: bytes) -> tuple[BoardRow, ...]:
         except ValueError as err:
             raise _LineError(line_no, str(err)) from None
     return tuple(rows)
+
+
+def pinned_rows(data: bytes) -> list[BoardRow]:
+    """The rows of a file whose bytes have just matched a published pin (SHA-256, size
+    and rows, see :func:`sokoban_published.check_published_file`): the digest already
+    proves every row is one the pipeline checked and verified (``python -m sokoban_tools
+    verify``), so they are decoded without re-proving it: no solution replay, no
+    canonical re-serialisation."""
+    rows = []
+    for line in data.decode("utf-8").split("\n")[:-1]:
+        row = json.loads(line)
+        board = Board.from_rooms(row["room_fixed"], row["room_state"])
+        rows.append(BoardRow(row["task_id"], row["seed"], board, row["shortest_solution"], line))
+    return rows

@@ -1,7 +1,7 @@
 """Current split counts and statistics: fairness/summary.json.
 
-    python -m sokoban_tools.summary            # write fairness/summary.json
-    python -m sokoban_tools.summary --check    # recompute; fail on any difference
+    python -m sokoban_tools summary            # write fairness/summary.json
+    python -m sokoban_tools summary --check    # recompute; fail on any difference
 
 For the training and validation splits of the default configuration, and for
 the archived 1,000-board source pool: rows, the file's SHA-256, task-ID range,
@@ -16,12 +16,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ..artifacts import command_line, json_document, run_command, sha256_bytes
-from ..data.records import REGENERATE_HINT, DataError, read_board_file
-from ..layout import DATA_DIR, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE, VALIDATION_FILE, published
-from ..protocol import PROTOCOL, STRATA, histogram, stratum_of
+from ...files import sha256_bytes
+from ...layout import DATA_DIR, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE, VALIDATION_FILE, published
+from ...protocol import PROTOCOL, STRATA, histogram, stratum_of
+from ...rows import REGENERATE_HINT, DataError, read_board_file
+from ..artifacts import command_line, json_document, run_command
 
-COMMAND = "python -m sokoban_tools.summary"
+COMMAND = "python -m sokoban_tools summary"
 MEAN_DECIMALS = 3
 
 

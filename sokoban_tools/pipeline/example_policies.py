@@ -1,7 +1,7 @@
 """A worked example on real episodes: two simple policies, several runs, a few updates.
 
-    python -m sokoban_tools.example_policies            # write examples/episodes/*.jsonl
-    python -m sokoban_tools.example_policies --check    # replay; fail if a committed log differs
+    python -m sokoban_tools example            # write examples/episodes/*.jsonl
+    python -m sokoban_tools example --check    # replay; fail if a committed log differs
 
 Both policies play every validation board through the runtime environment
 (:class:`sokoban_tools.runtime.env.FairSokobanEnv`, 15 actions), seeing only the
@@ -27,19 +27,19 @@ from pathlib import Path
 
 import numpy as np
 
-from sokoban_fairness import PUBLISHED_FILES
+from sokoban_published import PUBLISHED_FILES
 
-from ..artifacts import command_line, run_command, worker_processes
-from ..data.records import BoardRow
+from ..evaluation.scoring import DEFAULT_VALIDATION
 from ..layout import EXAMPLE_EPISODES, VALIDATION_DATA
+from ..rows import BoardRow
 from ..rules.board import ACTIONS, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
 from ..rules.solver import shortest_solution
 from ..runtime.env import PLAYER_ON_TARGET, FairSokobanEnv
 from ..runtime.episodes import EpisodeRecord
 from ..runtime.tasks import load_validation
-from .scoring import DEFAULT_VALIDATION
+from .artifacts import command_line, run_command, worker_processes
 
-COMMAND = "python -m sokoban_tools.example_policies"
+COMMAND = "python -m sokoban_tools example"
 OUT_DIR = EXAMPLE_EPISODES
 METHODS = ("random", "path-follower")
 RUNS = 3

@@ -19,7 +19,6 @@ is reported in one line before minutes of generating, not as a traceback after.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -29,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .layout import outside_clone
+from ..files import sha256_bytes, sync_directory, write_atomic, write_temp
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -39,63 +38,9 @@ TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by
 REPRODUCE = "python -m sokoban_tools reproduce"
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _current_umask()
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path | str) -> str:
-    return sha256_bytes(Path(path).read_bytes())
-
-
 def json_document(obj) -> bytes:
     """The bytes of a generated JSON report: keys in insertion order, indented, one final newline."""
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _write_temp(path: Path, data: bytes) -> str:
-    """Write ``data`` to a new temporary file beside ``path``; return its name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private; published files are not
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tmp
-
-
-def _sync_directory(directory: Path) -> None:
-    """Make the renames in ``directory`` durable, so a power cut keeps their order."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path | str, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it into place,
-    so a crash leaves either the old file or the new one, never half of one."""
-    path = Path(path)
-    tmp = _write_temp(path, data)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def write_set(files: dict[Path, bytes], command: str) -> None:
@@ -106,16 +51,16 @@ def write_set(files: dict[Path, bytes], command: str) -> None:
     renamed = 0
     try:
         for path, data in files.items():
-            temps[path] = _write_temp(path, data)
+            temps[path] = write_temp(path, data)
         journal = json_document({"command": command, "files": [str(path) for path in files]})
         for directory in directories:
             write_atomic(directory / JOURNAL, journal)
-            _sync_directory(directory)
+            sync_directory(directory)
         for path, tmp in temps.items():
             os.replace(tmp, path)
             renamed += 1
         for directory in directories:
-            _sync_directory(directory)
+            sync_directory(directory)
             (directory / JOURNAL).unlink()
     except BaseException:
         for tmp in list(temps.values())[renamed:]:
@@ -181,13 +126,11 @@ def unwritable(path: Path) -> str | None:
 
 
 def ready(paths, check: bool) -> bool:
-    """Whether a command may start: ``paths`` are in a clone (or given elsewhere), no
-    interrupted write left a mixed set among their directories and, unless ``check``,
-    every path can be written. Says why not on stderr: the missing clone, each
-    interrupted write, or the first unwritable path."""
+    """Whether a command may start: no interrupted write left a mixed set among the
+    directories of ``paths`` and, unless ``check``, every path can be written. Says
+    why not on stderr: each interrupted write, or the first unwritable path."""
     paths = [Path(p) for p in paths]
-    no_clone = outside_clone(paths)
-    problems = [no_clone] if no_clone else interrupted_writes(path.parent for path in paths)
+    problems = interrupted_writes(path.parent for path in paths)
     if not check and not problems:  # the first unwritable path: the others usually share its cause
         problems = [problem for problem in map(unwritable, paths) if problem][:1]
     for problem in problems:

@@ -1,0 +1,68 @@
+"""Writing a file so that a crash leaves the old one or the new one, never half of one.
+
+What the product writes (an episode log's plot, a replay GIF) and what the
+pipeline publishes both go through :func:`write_atomic`; the pipeline's
+:mod:`sokoban_tools.pipeline.artifacts` adds sets of files and journals.
+Standard library only, since the selector imports it through the pipeline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path | str) -> str:
+    return sha256_bytes(Path(path).read_bytes())
+
+
+def write_temp(path: Path, data: bytes) -> str:
+    """Write ``data`` to a new temporary file beside ``path``; return its name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private; published files are not
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def sync_directory(directory: Path) -> None:
+    """Make the renames in ``directory`` durable, so a power cut keeps their order."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path | str, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it into place,
+    so a crash leaves either the old file or the new one, never half of one."""
+    path = Path(path)
+    tmp = write_temp(path, data)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
