@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .layout import DATA_FOLDER, IMAGES_FOLDER, ROOT, SELECTOR
+from .layout import DATA_FOLDER, DOCS_FOLDER, IMAGES_FOLDER, ROOT, SELECTOR
 
 Main = Callable[[list[str]], int]
 HOW_TO_CLONE = "clone the repository and run `pip install -e .` in it"
@@ -100,10 +100,11 @@ COMMANDS = (
     Command("example", "play the worked example's policies and log them", _example, True),
     Command("card", "write the dataset card, its pages and pictures, and the pins", _card, True),
     Command("reproduce", "regenerate (or --check) every published file, step by step", _reproduce, True),
-    Command("benchmark", "time the pipeline and loading; --write puts the figures in BENCHMARKS.md",
-            _benchmark, True),
+    Command("benchmark", "time the pipeline and loading; --write puts the figures in BENCHMARKS.md and "
+            "docs/reproducing.md", _benchmark, True),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
+GENERATED_DIRECTORIES = (DATA_FOLDER, IMAGES_FOLDER, DOCS_FOLDER)  # besides the repository root
 # reproduce's steps, in dependency order: each reads what the earlier ones wrote.
 STEPS = ("pools", "selection", "summary", "verify", "baselines", "example", "card")
 PINNING_STEP = "card"  # pins the data files' digests, so it alone may take a new release
@@ -153,7 +154,7 @@ def reproduce_command(argv: list[str]) -> int:
         parser.error(NOT_WITH_CHECK)
     started = time.perf_counter()
     if not args.check:  # every file is about to be rewritten, so an interrupted write's leftovers can go
-        for leftover in clear_interrupted_writes([ROOT, ROOT / DATA_FOLDER, ROOT / IMAGES_FOLDER]):
+        for leftover in clear_interrupted_writes([ROOT, *(ROOT / d for d in GENERATED_DIRECTORIES)]):
             print(f"removed {leftover.relative_to(ROOT)}, left by an interrupted write")
     for name in STEPS:
         print(f"== {name}", flush=True)

@@ -15,11 +15,13 @@ import sokoban_fairness
 from conftest import DATA_DIR, REPO
 from sokoban_tools.pipeline.publish import card
 from sokoban_tools.pipeline.artifacts import publish
-from sokoban_tools.layout import CONFIGURATIONS
+from sokoban_tools.layout import CONFIGURATIONS, DOC_PAGES
 from sokoban_tools.protocol import stratum_of
 from sokoban_tools.rows import DataError
 
 README = REPO / "README.md"
+CARD_LIMIT = 10 * 1024  # bytes: a card a Hub visitor reads in a minute; the rest is in docs/
+PAGES = [README, *(REPO / page for page in DOC_PAGES), REPO / "fairness" / "README.md"]
 
 
 @pytest.fixture(scope="module")
@@ -113,16 +115,36 @@ def test_card__states_the_length_spans_of_selection_and_pool(card_text):
             f"while the source pool spans {min(pool)}–{max(pool)}") in card_text
 
 
-def test_card__pictures_it_shows_exist(card_text):
-    pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", card_text)
-    assert pictures and all((REPO / p).is_file() for p in pictures)
+def test_card__is_at_most_ten_kilobytes_and_links_every_docs_page(card_text):
+    assert len(card_text.encode("utf-8")) <= CARD_LIMIT
+    assert all(f"]({page})" in card_text for page in DOC_PAGES)
 
 
-def test_card__every_path_in_this_repository_that_it_names_exists(card_text):
+def test_card_and_docs__pictures_and_links_lead_to_files_that_exist():
+    for page in PAGES:
+        targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8"))
+        local = [t for t in targets if "://" not in t]
+        assert local, page
+        assert [t for t in local if not (page.parent / t).resolve().exists()] == [], page
+
+
+def test_card_and_docs__every_path_in_this_repository_they_name_exists():
     """A reader follows these to the code; a module moved without its mention is a dead end."""
-    named = set(re.findall(r"`((?:sokoban_tools|fairness|examples|images|tests)/[\w./*-]+)`", card_text))
+    pattern = r"`((?:sokoban_tools|fairness|examples|images|tests|docs)/[\w./*-]+)`"
+    named = {path for page in PAGES for path in re.findall(pattern, page.read_text(encoding="utf-8"))}
     assert len(named) >= 10
     assert sorted(path for path in named if not any(REPO.glob(path))) == []
+
+
+def test_card_and_docs__no_sentence_runs_longer_than_a_reader_holds():
+    for page in PAGES:
+        prose = re.sub(r"```.*?```|^\|.*\|$", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+        longest = max(re.split(r"(?<=[.;:])\s+", prose), key=len)
+        assert len(longest) < 600, f"{page}: {longest[:80]}…"
+
+
+def test_card__template_comments_are_notes_for_editors_not_written_out():
+    assert card.fill("a\n{# H16: your section goes here,\n   {{ not_a_value }} #}\nb {{ x }}\n", {"x": 1}) == "a\nb 1\n"
 
 
 def test_card__a_template_typo_is_a_template_error_not_a_stale_report():

@@ -26,6 +26,7 @@ from venvs import CARD, DATASETS36, EVALUATION, OLAH, POOL, REPO, SCRIPT, SCRIPT
 pytestmark = pytest.mark.slow
 
 REPO_ID = "org/sokoban-fairness"
+LOADING_PAGE = "docs/loading.md"  # where the card's loading variants live
 SPLIT_ROWS = {
     "fairness": {"train": 5000, "validation": 256},
     "source_pool_1000": {"train": 5000, "validation": 1000},
@@ -273,8 +274,9 @@ def test_the_runtime_refuses_boards_of_a_stale_revision(stale_hub, commits, tmp_
 # ---------------------------------------------------------------------------
 
 def card_snippet(marker: str) -> str:
-    """The card's Python block that contains ``marker``."""
-    blocks = re.findall(r"```python\n(.*?)```", (REPO / CARD).read_text(encoding="utf-8"), re.S)
+    """The Python block of the card or its loading page that contains ``marker``."""
+    text = "".join((REPO / page).read_text(encoding="utf-8") for page in (CARD, LOADING_PAGE))
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     return next(block for block in blocks if marker in block)
 
 
@@ -283,6 +285,7 @@ SHOW_SPLITS = ("\nprint({split: part.num_rows for split, part in ds.items()}, "
 
 
 @pytest.mark.parametrize("marker, python, shown", [
+    ('load_dataset("org/sokoban-fairness", "fairness")', "current", "None"),
     ('load_dataset(f"{path}/sokoban_fairness.py"', "3.6", "(96, 96)"),
     ("base_path=path,", "current", "(96, 96)"),
     ('base_path="hf://datasets/', "current", "None"),

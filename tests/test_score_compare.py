@@ -172,12 +172,12 @@ def test_commands__have_help(module, capsys):
     assert done.value.code == 0 and "--json" in capsys.readouterr().out
 
 
-def test_card__documents_the_episode_log_schema_key_by_key():
+def test_docs__document_the_episode_log_schema_key_by_key():
     from conftest import REPO
     from sokoban_tools.runtime.episodes import EPISODE_KEYS
 
-    card = (REPO / "README.md").read_text(encoding="utf-8")
-    section = card.split("## Scoring and comparing methods", 1)[1].split("\n- ", 1)[0]
+    page = (REPO / "docs" / "scoring.md").read_text(encoding="utf-8")
+    section = page.split("## Episode logs", 1)[1].split("\n## ", 1)[0]
     assert tuple(re.findall(r"^\| `(\w+)` \|", section, re.M)) == EPISODE_KEYS
 
 

@@ -13,7 +13,8 @@ a seeded bootstrap over runs and stratified boards, and the p-value is the
 exact sign test on the boards whose per-board success rates differ (which is
 McNemar's test when each side has one run). See :mod:`sokoban_tools.evaluation.stats`.
 ``--plot`` draws success against update for both methods, mean over runs,
-with its 95% band.
+with its 95% band, as PNG, PDF or SVG by the file's suffix (it needs
+matplotlib, the ``plot`` extra).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from sokoban_published import ChecksumError
 from ..files import write_atomic
 from ..rows import DataError
 from ..runtime.boards import BoardsNotFound
-from .figures import line_chart
+from .charts import PlotUnavailable, chart_format, line_chart, require_matplotlib
 from .score import table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
@@ -151,13 +152,14 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
-def learning_curves(report: dict) -> bytes:
-    """PNG of success against update for both methods, mean over runs, 95% band."""
+def learning_curves(report: dict, fmt: str = "png") -> bytes:
+    """Success against update for both methods, mean over runs, 95% band, in ``fmt`` (png, pdf, svg)."""
     series = {}
     for side in ("a", "b"):
         points = [(u["update"], u[f"success_{side}"], *u[f"ci95_{side}"]) for u in report["updates"]]
         series[report[side]["method"]] = points
-    return line_chart(series, x_label="update", y_label="success on the validation boards")
+    return line_chart(series, x_label="update", y_label="success on the validation boards",
+                      title="mean over runs; band: 95% interval", fmt=fmt)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--b", nargs="+", type=Path, required=True, metavar="LOG", help="logs of method B")
     parser.add_argument("--method-a", help="the method of A, when its logs hold several")
     parser.add_argument("--method-b", help="the method of B, when its logs hold several")
-    parser.add_argument("--plot", type=Path, metavar="FILE", help="write the learning curves as a PNG")
+    parser.add_argument("--plot", type=Path, metavar="FILE",
+                        help="write the learning curves to FILE: .png, .pdf or .svg (needs matplotlib)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--evaluation", type=Path, default=None,
                         help="a local copy of fairness/evaluation.jsonl (default: the clone's, or the pinned "
@@ -180,6 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.resamples < 1 or args.seed < 0:
         parser.error("--resamples must be positive and --seed non-negative")
     try:
+        if args.plot:  # before the work: a missing library or a wrong suffix costs nothing
+            plot_format = chart_format(args.plot)
+            require_matplotlib("--plot")
+    except (ValueError, PlotUnavailable) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    try:
         report = compare(args.a, args.b, args.method_a, args.method_b, args.evaluation, args.resamples, args.seed)
     except (DataError, ChecksumError, BoardsNotFound) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -189,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
               "no update in common to compare", file=sys.stderr)
         return 1
     if args.plot:
-        write_atomic(args.plot, learning_curves(report))
+        write_atomic(args.plot, learning_curves(report, plot_format))
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
 

@@ -2,7 +2,7 @@
 runtime and the test suite.
 
     python -m sokoban_tools benchmark           # measure and print the figures
-    python -m sokoban_tools benchmark --write   # also write BENCHMARKS.md and the card, which quotes it
+    python -m sokoban_tools benchmark --write   # also write BENCHMARKS.md and docs/reproducing.md, which quotes it
 
 Where gym-sokoban 0.0.6 (the test extra) is installed, the generator and the
 solver are also timed against the original verl-agent algorithm
@@ -128,7 +128,7 @@ def _command_time(*args: str) -> str:
 
 
 def _suite_time() -> str:
-    """:func:`_timed_run` of the README's test command, once the environments its
+    """:func:`_timed_run` of the test command docs/reproducing.md gives, once the environments its
     first run builds exist (measured last, so its load touches no other figure)."""
     elapsed, cpu = _timed_run("pytest", "-q")
     return f"{elapsed / 60:.1f} min ({cpu / 60:.1f} min CPU)"
@@ -186,7 +186,7 @@ def measure() -> list[tuple[str, str, str, str]]:
         table.append((f"load `fairness` {label}, first build (wall time)", f"{first:.2f} s", "", ""))
         table.append((f"load `fairness` {label}, cached (wall time)", f"{cached:.2f} s", "", ""))
     table += scoring_figures() + runtime_benchmark.runtime_figures(boards[:200])
-    table.append(("the README's test command, `python -m pytest` (in two processes, as `pyproject.toml` "
+    table.append(("the test command, `python -m pytest` (in two processes, as `pyproject.toml` "
                   "runs it; its environments built; wall time)", _suite_time(), "", GOALS["suite"]))
     return table
 
@@ -219,7 +219,7 @@ def _load_average() -> str:
 
 
 def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str:
-    """BENCHMARKS.md: a title line, a blank line, then what the card quotes.
+    """BENCHMARKS.md: a title line, a blank line, then what docs/reproducing.md quotes.
 
     ``load`` is the machine's 1-minute load average before and after measuring:
     other work on the machine slows the wall times most."""
@@ -242,7 +242,7 @@ def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sokoban_tools benchmark", description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true",
-                        help="write the figures to BENCHMARKS.md and rewrite the card, which quotes them")
+                        help="write the figures to BENCHMARKS.md and rewrite docs/reproducing.md, which quotes them")
     args = parser.parse_args(argv)
     before = _load_average()
     try:

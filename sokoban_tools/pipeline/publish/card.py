@@ -1,14 +1,18 @@
 """Write everything a user reads about the data from the generated files.
 
-    python -m sokoban_tools card            # README.md, fairness/README.md, images/*.png, and
-                                            # the published checksums, sokoban_pins.py
+    python -m sokoban_tools card            # README.md, docs/*.md, fairness/README.md, images/*.png,
+                                            # and the published checksums, sokoban_pins.py
     python -m sokoban_tools card --check    # fail if any of them is out of date
     python -m sokoban_tools card --new-release   # pin changed data files as the release
                                                  # the card's changelog names (see release.py)
 
-Every number in the dataset card comes from the JSON reports under
-``fairness/``; the card text lives in ``card_templates/`` with ``{{ name }}``
-placeholders, so the prose is written by people and the figures by code.
+Every number in the dataset card and its pages under ``docs/`` comes from
+the JSON reports under ``fairness/`` or from the code's constants; the text
+lives in ``card_templates/`` (one template per page, ``docs/`` mirrored) with
+``{{ name }}`` placeholders and ``{# comments #}`` that are not written out,
+so the prose is written by people and the figures by code. The card itself
+stays short, a page a Hub visitor reads in a minute; everything else is a
+page it links.
 """
 
 from __future__ import annotations
@@ -19,16 +23,18 @@ import sys
 from pathlib import Path
 
 from ...evaluation import compare
-from ...evaluation.figures import board_sheet, length_histogram, line_chart, replay_strip
+from ...evaluation.charts import PLOT_EXTRA, length_histogram, line_chart
+from ...evaluation.figures import board_sheet, replay_strip
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
-                       DATA_FOLDER, DATA_README, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
+                       DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
                        LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, ROOT,
                        RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
                        SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
                        VALIDATION_DATA, VERIFICATION_FILE, published)
 from ...rows import BoardRow, read_board_file, read_rows
-from ...rules.board import from_lurd
+from ...rules.board import ACTION_NAMES, from_lurd
+from ...rules.images import render_board
 from ...runtime.env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from ..artifacts import command_line, run_command
 from ..baselines import HORIZON, POLICIES
@@ -142,15 +148,19 @@ BENCHMARKS_TITLE = "# Benchmarks"
 BENCHMARKS_TABLE = "| What |"  # the header row of the figures table
 
 
+COMMENT = re.compile(r"\{#.*?#\}\n?", re.S)  # a note to the template's editors, not written out
+
+
 def fill(template: str, values: dict[str, object], source: str = "card template") -> str:
-    """Replace every ``{{ name }}`` in ``template``; an unknown name is a template error."""
+    """Drop every ``{# comment #}`` of ``template`` and replace every ``{{ name }}``;
+    an unknown name is a template error."""
     def value(match):
         key = match.group(1)
         if key not in values:
             raise CardError(f"{source}: template error: it names {{{{ {key} }}}}, which no report provides; "
                             f"fix the template, or add the figure to sokoban_tools/pipeline/publish/card.py")
         return str(values[key])
-    return re.sub(r"\{\{ (\w+) \}\}", value, template)
+    return re.sub(r"\{\{ (\w+) \}\}", value, COMMENT.sub("", template))
 
 
 def _read_text(path: Path, fix: str = REGENERATE) -> str:
@@ -290,8 +300,14 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "statistics_table": statistics_tables(summary),
         "verification_summary": verification_summary(_read_json(repo, published(VERIFICATION_FILE)),
                                                      _read_json(repo, published(SOURCE_POOL_VERIFICATION_FILE))),
-        "example": _read_text(repo / EXAMPLE, "restore it from git").strip(),
-        "runtime_example": _read_text(repo / RUNTIME_EXAMPLE, "restore it from git").strip(),
+        "card_command": COMMAND,
+        "example": EXAMPLE,
+        "runtime_example": RUNTIME_EXAMPLE,
+        "actions": ", ".join(f"{action} {name}" for action, name in ACTION_NAMES.items()),
+        "image_size": "×".join(map(str, render_board(validation[0].board).shape[:2])),
+        "horizon": DEFAULT_MAX_STEPS,
+        "plot_extra": PLOT_EXTRA,
+        "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,
         "example_xsb": validation[0].board.xsb(),
         "benchmarks": benchmarks_text(repo / BENCHMARKS),
@@ -303,7 +319,6 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
 
 
 POLICY_NAMES = {"moves_1_4": "random moves 1–4", "outputs_0_4": "random outputs 0–4"}
-PICTURE_NAMES = {"moves_1_4": "moves 1-4", "outputs_0_4": "outputs 0-4"}  # the picture font lacks "–"
 
 
 def _probability(value: float) -> str:
@@ -345,9 +360,10 @@ def baselines_picture(baselines: dict) -> bytes:
         for length, entry in baselines["splits"]["validation"]["by_length"].items():
             values = [b[policy]["success"]["float"] for b in boards if b["shortest_solution_length"] == int(length)]
             points.append((int(length), entry[policy]["success"]["float"], min(values), max(values)))
-        series[PICTURE_NAMES[policy]] = points
+        series[POLICY_NAMES[policy]] = points
     return line_chart(series, x_label="shortest solution length (player actions)",
-                      y_label=f"P(random policy solves within {HORIZON} turns): mean, band = range over boards",
+                      y_label=f"P(solved within {HORIZON} turns)",
+                      title="Random policies on the validation boards: mean per length; band: range over boards",
                       log_y=True)
 
 
@@ -382,7 +398,7 @@ def _citation(repo: Path) -> str:
 
 def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
-    return [repo / name for name in (PINS, CARD, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
+    return [repo / name for name in (PINS, CARD, *DOC_PAGES, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
                                      LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE)]
 
 
@@ -393,7 +409,8 @@ def _template(name: str, values: dict[str, object]) -> str:
 
 
 def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
-    """The loading script, the dataset card and fairness/README.md as they should be;
+    """The loading script, the dataset card, its pages, fairness/README.md and the
+    pictures as they should be;
     :class:`ReleaseError` if the data files differ from the pinned release and
     ``new_release`` does not declare a new one, :class:`CardError` if a report or
     template cannot be used."""
@@ -417,6 +434,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     return dict(zip(outputs(repo), (
         pins_module(release),
         (front_matter(release.files) + _template("README.md", values)).encode("utf-8"),
+        *(_template(page, values).encode("utf-8") for page in DOC_PAGES),
         _template("fairness-README.md", values).encode("utf-8"),
         board_sheet(validation[:16]),
         replay_strip(first.board, from_lurd(first.shortest_solution)),
