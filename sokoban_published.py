@@ -44,14 +44,38 @@ def _file_kind(mode: int) -> str:
     return "a special file"
 
 
+class NotRegularFileError(ValueError):
+    """A path to read that resolves to a directory, FIFO, device or socket."""
+
+
+def open_regular_file(path) -> tuple[int, int]:
+    """A read-only descriptor of ``path`` and its size in bytes, once what
+    ``path`` resolves to is known to be a regular file.
+
+    Opened without blocking, so that a FIFO returns at once; ``fstat`` then
+    describes what was opened (through any symlink), so nothing can swap it in
+    between. A reader that stops at the size returned (and at most a chunk
+    past it) never hangs on a FIFO nor exhausts memory on ``/dev/zero``.
+    Raises ``OSError`` when it cannot be opened and :class:`NotRegularFileError`
+    saying what it is instead.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(fd)
+        raise NotRegularFileError(f"is not a regular file but {_file_kind(status.st_mode)} "
+                                  f"(it resolves to {os.path.realpath(path)})")
+    return fd, status.st_size
+
+
 def check_published_file(path, name: str) -> bytes:
     """The bytes of ``path``, after checking them against the published size,
     SHA-256 and row count of the dataset file ``name`` (e.g. ``fairness/evaluation.jsonl``).
 
     What ``path`` resolves to must be a regular file of exactly the published
-    size, checked before a byte is read, so a FIFO, a device or a huge file is
-    refused at once instead of hanging or exhausting memory; then it is hashed
-    in chunks.
+    size (:func:`open_regular_file`), checked before a byte is read, so a FIFO,
+    a device or a huge file is refused at once instead of hanging or exhausting
+    memory; then it is hashed in chunks.
     """
     if name not in PUBLISHED_FILES:
         raise ChecksumError(f"{name} is not a published file of sokoban-fairness")
@@ -59,24 +83,17 @@ def check_published_file(path, name: str) -> bytes:
         raise TypeError(f"the path of {name} must be a str or os.PathLike file path, not {path!r}")
     expected = PUBLISHED_FILES[name]
     try:
-        # Non-blocking, so that opening a FIFO returns at once; fstat then describes
-        # what was opened (through any symlink), so nothing can swap it in between.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd, size = open_regular_file(path)
     except OSError as err:
         raise ChecksumError(f"{name} ({path}) cannot be read ({err.strerror}). {_download_again(name)}") from None
-    status = os.fstat(fd)
-    problem = None
-    if not stat.S_ISREG(status.st_mode):
-        problem = (f"is not a regular file but {_file_kind(status.st_mode)} (it resolves to "
-                   f"{os.path.realpath(path)}); the published file is a regular file of "
-                   f"{expected['bytes']:,} bytes")
-    elif status.st_size != expected["bytes"]:
-        problem = (f"is not the published file: expected {expected['bytes']:,} bytes "
-                   f"(SHA-256 {expected['sha256']}), found {status.st_size:,} bytes. "
-                   f"It is stale, truncated or modified")
-    if problem:
+    except NotRegularFileError as err:
+        raise ChecksumError(f"{name} ({path}) {err}; the published file is a regular file of "
+                            f"{expected['bytes']:,} bytes. {_download_again(name)}") from None
+    if size != expected["bytes"]:
         os.close(fd)
-        raise ChecksumError(f"{name} ({path}) {problem}. {_download_again(name)}")
+        raise ChecksumError(f"{name} ({path}) is not the published file: expected {expected['bytes']:,} bytes "
+                            f"(SHA-256 {expected['sha256']}), found {size:,} bytes. "
+                            f"It is stale, truncated or modified. {_download_again(name)}")
     with os.fdopen(fd, "rb") as handle:
         digest, chunks, size = hashlib.sha256(), [], 0
         # At most one chunk past the published size, even if the file grew since fstat.

@@ -9,6 +9,7 @@ Standard library only, since the selector imports it through the pipeline.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -29,6 +30,11 @@ def sha256_bytes(data: bytes) -> str:
 
 def sha256_file(path: Path | str) -> str:
     return sha256_bytes(Path(path).read_bytes())
+
+
+def json_document(obj) -> bytes:
+    """The bytes of a written JSON document: keys in insertion order, indented, one final newline."""
+    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def write_temp(path: Path, data: bytes) -> str:

@@ -45,3 +45,16 @@ def test_example__a_pass_is_the_same_when_played_again():
     first = example_policies.play_pass("path-follower", 2, 5, boards, "ab" * 32)
     assert first == example_policies.play_pass("path-follower", 2, 5, boards, "ab" * 32)
     assert first != example_policies.play_pass("path-follower", 3, 5, boards, "ab" * 32)
+
+
+def test_example__each_log_has_a_manifest_whose_settings_match_and_whose_costs_count_the_work(logs):
+    from sokoban_tools.evaluation.manifest import manifest_path, read_manifest
+
+    report = compare.compare([logs / "path-follower.jsonl"], [logs / "random.jsonl"], resamples=200)
+    assert report["settings"]["checked"] and report["settings"]["allowed_differences"] == []
+    manifest = read_manifest(manifest_path(logs / "random.jsonl"))
+    assert manifest["settings"]["action_horizon"] == DEFAULT_MAX_STEPS
+    assert manifest["settings"]["evaluation.frequency"] == 10 and manifest["settings"]["evaluation.before_training"]
+    steps = sum(record.actions for record in read_episodes(logs / "random.jsonl"))
+    assert report["costs"]["b"] == {"environment_steps": {"unit": "environment steps", "total": steps, "per_run": steps}}
+    assert report["costs"]["a"]["shortest_path_searches"]["total"] > 0

@@ -3,8 +3,10 @@ refused with its file and line."""
 
 import json
 import math
+import os
 import re
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,7 +81,7 @@ def test_compare__one_run_each_gives_the_paired_table_newcombe_interval_and_exac
     b_won[unsolved[30:42]] = True  # 12 boards only B solves
     a_log = write(tmp_path / "a.jsonl", records("CPAD", "s1", 10, a_won))
     b_log = write(tmp_path / "b.jsonl", records("GRPO", "s1", 10, b_won))
-    assert compare.main(["--a", str(a_log), "--b", str(b_log), "--json"]) == 0
+    assert compare.main(["--a", str(a_log), "--b", str(b_log), "--json", "--no-manifest"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)["updates"]
     both, a_only = int(np.sum(a_won & b_won)), int(np.sum(a_won & ~b_won))
     b_only, neither = int(np.sum(~a_won & b_won)), int(np.sum(~a_won & ~b_won))
@@ -96,10 +98,14 @@ def test_compare__several_runs_bootstrap_is_seeded_and_stated(tmp_path, capsys):
     a_log = write(tmp_path / "a.jsonl", *[records("A", f"s{i}", u, pattern(60 + 40 * u // 5 + i, i))
                                           for i in range(3) for u in (0, 5)])
     b_log = write(tmp_path / "b.jsonl", *[records("B", f"s{i}", u, pattern(60 + i, 2 * i)) for i in range(2) for u in (0, 5, 10)])
-    args = ["--a", str(a_log), "--b", str(b_log), "--plot", str(tmp_path / "curves.png")]
+    args = ["--a", str(a_log), "--b", str(b_log), "--plot", str(tmp_path / "curves.png"), "--no-manifest"]
+    assert compare.main(args) == 1  # B validated at update 10 too: not on both runs' schedules
+    assert "only B validated at update(s) 10: not on both runs' schedules" in capsys.readouterr().err
+    assert not (tmp_path / "curves.png").exists()
+    args += ["--updates", "0", "5"]
     assert compare.main(args) == 0
     text = capsys.readouterr().out
-    assert "2,000 resamples, seed 0" in text and "Not compared, only B validated at update(s) 10" in text
+    assert "2,000 resamples, seed 0" in text and "Settings NOT checked (--no-manifest)" in text
     first_png = (tmp_path / "curves.png").read_bytes()
     assert first_png.startswith(b"\x89PNG")
     assert compare.main(args + ["--json"]) == 0
@@ -114,9 +120,10 @@ def test_compare__several_runs_bootstrap_is_seeded_and_stated(tmp_path, capsys):
 
 def test_compare__needs_a_method_name_when_a_log_holds_several(tmp_path, capsys):
     log = write(tmp_path / "both.jsonl", records("A", "s1", 0, pattern(9)), records("B", "s1", 0, pattern(19)))
-    assert compare.main(["--a", str(log), "--b", str(log)]) == 1
+    assert compare.main(["--a", str(log), "--b", str(log), "--no-manifest"]) == 1
     assert "choose one with --method-a" in capsys.readouterr().err
-    assert compare.main(["--a", str(log), "--b", str(log), "--method-a", "A", "--method-b", "B", "--json"]) == 0
+    assert compare.main(["--a", str(log), "--b", str(log), "--method-a", "A", "--method-b", "B", "--json",
+                         "--no-manifest"]) == 0
     assert json.loads(capsys.readouterr().out)["updates"][0]["b_only"] >= 10
 
 
@@ -145,13 +152,14 @@ def test_score_and_compare__refuse_every_bad_log_naming_file_and_line(tmp_path, 
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err
     assert re.search(message, err), err
-    assert compare.main(["--a", str(log), "--b", str(good)]) == 1
+    assert compare.main(["--a", str(log), "--b", str(good), "--no-manifest"]) == 1
+    assert f"{log.name}:" in capsys.readouterr().err
 
 
 def test_compare__refuses_logs_of_different_board_sets(tmp_path, capsys):
     a_log = write(tmp_path / "a.jsonl", records("A", "s1", 0, pattern(10)))
     b_log = write(tmp_path / "b.jsonl", records("B", "s1", 0, pattern(10), digest="1" * 64))
-    assert compare.main(["--a", str(a_log), "--b", str(b_log)]) == 1
+    assert compare.main(["--a", str(a_log), "--b", str(b_log), "--no-manifest"]) == 1
     err = capsys.readouterr().err
     assert "b.jsonl:1: evaluation_sha256 111111111111… differs from" in err and "a.jsonl:1" in err
     assert "different board sets" in err
@@ -184,4 +192,92 @@ def test_docs__document_the_episode_log_schema_key_by_key():
 def test_score__a_log_of_training_rows_only_has_nothing_to_score(tmp_path, capsys):
     log = write(tmp_path / "train.jsonl", [EpisodeRecord("A", "s1", "training", 1, "train-00001", False, 15, -1.5, None)])
     assert score.main([str(log)]) == 1
-    assert "hold no validation rows" in capsys.readouterr().err
+    assert f"{log}: holds no validation rows (1 training rows)" in capsys.readouterr().err
+
+
+def test_score__a_log_with_keys_in_another_order_scores_identically(tmp_path):
+    ordered = records("GRPO", "s1", 0, pattern(90)) + records("GRPO", "s1", 5, pattern(140, 3))
+    rng = np.random.default_rng(7)
+    shuffled = []
+    for record in ordered:  # another trainer's writer: each row's keys in its own order
+        row = record.as_dict()
+        keys = [list(row)[i] for i in rng.permutation(len(row))]
+        shuffled.append(json.dumps({key: row[key] for key in keys}))
+    assert sum(line.startswith('{"method"') for line in shuffled) < len(shuffled) / 2
+    a = score.score([write(tmp_path / "ours.jsonl", ordered)])
+    b = score.score([write(tmp_path / "theirs.jsonl", [], extra_lines=shuffled)])
+    assert a["groups"] == b["groups"] and a["validation_rows"] == b["validation_rows"] == 512
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda row: {**row, "seed": 3}, r"unknown \['seed'\]"),
+    (lambda row: {key: value for key, value in row.items() if key != "won"}, r"missing \['won'\]"),
+    (lambda row: {**row, "update": "5"}, "update must be a non-negative integer"),
+])
+def test_score__any_key_order_stays_strict_on_keys_and_types(tmp_path, capsys, change, message):
+    rows = [record.as_dict() for record in records("GRPO", "s1", 0, pattern(9))]
+    rows[4] = change(dict(reversed(rows[4].items())))
+    log = write(tmp_path / "log.jsonl", [], extra_lines=[json.dumps(row) for row in rows])
+    assert score.main([str(log)]) == 1
+    assert re.search(rf"log\.jsonl:5: .*{message}", capsys.readouterr().err)
+
+
+# --- every path argument checked first: one line naming it, exit 1, nothing written -------------
+
+def special_paths(tmp_path):
+    """(name, path) of what is not a readable regular file; each must be refused at once."""
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.jsonl"
+    zero.symlink_to("/dev/zero")
+    folder = tmp_path / "folder.jsonl"
+    folder.mkdir()
+    return [("a FIFO", fifo, "is not a regular file but a FIFO"),
+            ("/dev/zero", zero, "is not a regular file but a character device"),
+            ("a directory", folder, "is not a regular file but a directory"),
+            ("missing", tmp_path / "missing.jsonl", r"cannot be read \(No such file or directory\)")]
+
+
+def refused_in_one_line(capsys, path, message):
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: ") or err.startswith(f"error: fairness/evaluation.jsonl ({path})"), err
+    assert re.search(message, err) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_score_and_compare__refuse_special_files_as_logs_manifests_and_evaluation(tmp_path, capsys):
+    good = write(tmp_path / "good.jsonl", records("B", "s1", 0, pattern(10)))
+    for _, path, message in special_paths(tmp_path):
+        assert score.main([str(path)]) == 1
+        refused_in_one_line(capsys, path, message)
+        assert compare.main(["--a", str(good), "--b", str(path), "--no-manifest"]) == 1
+        refused_in_one_line(capsys, path, message)
+        assert score.main([str(good), "--evaluation", str(path)]) == 1
+        refused_in_one_line(capsys, path, message)
+    manifest = tmp_path / "good.jsonl.manifest.json"
+    (tmp_path / "targets").mkdir()
+    for _, path, message in special_paths(tmp_path / "targets")[:3]:  # a manifest that resolves to each
+        if manifest.exists() or manifest.is_symlink():
+            manifest.unlink()
+        manifest.symlink_to(path)
+        assert compare.main(["--a", str(good), "--b", str(good)]) == 1
+        refused_in_one_line(capsys, manifest, message)
+
+
+def test_score__names_an_empty_log(tmp_path, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    good = write(tmp_path / "good.jsonl", records("B", "s1", 0, pattern(10)))
+    assert score.main([str(good), str(empty)]) == 1
+    refused_in_one_line(capsys, empty, "is empty, but an episode log holds one JSON line per finished episode")
+
+
+@pytest.mark.parametrize("where", ["a directory", "under /proc", "under a file", "a device"])
+def test_compare__refuses_a_plot_it_cannot_write_before_the_work(tmp_path, capsys, monkeypatch, where):
+    plot = {"a directory": tmp_path, "under /proc": Path("/proc/curves.png"),
+            "under a file": tmp_path / "good.jsonl" / "curves.png", "a device": Path("/dev/null")}[where]
+    good = write(tmp_path / "good.jsonl", records("B", "s1", 0, pattern(10)))
+    monkeypatch.setattr(compare, "compare", lambda *a, **k: pytest.fail("the work started"))
+    assert compare.main(["--a", str(good), "--b", str(good), "--no-manifest", "--plot", str(plot)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --plot ") and err.count("\n") == 1 and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.jsonl"]

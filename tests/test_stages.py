@@ -23,8 +23,8 @@ PRODUCT_STAGES = ("shared", "rules", "rows", "runtime", "evaluation")
 PIPELINE_STAGES = ("pipeline-shared", "generate", "selection", "verification", "examples", "publish")
 STAGES = (*PRODUCT_STAGES, *PIPELINE_STAGES, "commands")
 BESIDE_THE_SCRIPT = {"sokoban_render", "sokoban_pins", "sokoban_published"}  # shipped with the loading script
-SHARED = {"sokoban_tools", "sokoban_tools.layout", "sokoban_tools.files", "sokoban_tools.protocol",
-          *BESIDE_THE_SCRIPT}
+SHARED = {"sokoban_tools", "sokoban_tools.layout", "sokoban_tools.files", "sokoban_tools.paths",
+          "sokoban_tools.protocol", *BESIDE_THE_SCRIPT}
 PIPELINE_SHARED = {"sokoban_tools.pipeline", "sokoban_tools.pipeline.artifacts"}
 EXAMPLES = {"sokoban_tools.pipeline.baselines", "sokoban_tools.pipeline.example_policies"}
 SELECTOR = "select_evaluation_256"

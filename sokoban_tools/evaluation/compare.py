@@ -2,6 +2,16 @@
 
     python -m sokoban_tools compare --a LOG [LOG ...] --b LOG [LOG ...]
                                     [--method-a NAME --method-b NAME] [--plot FILE] [--json]
+                                    [--allow-difference KEY ...] [--updates U ...] [--no-manifest]
+
+First the settings: every log has its run manifest beside it
+(:mod:`sokoban_tools.evaluation.manifest`), and every controlled setting that
+differs between the runs of A and B is listed and refused unless named with
+``--allow-difference KEY``, which the report prints as a caveat (the method
+itself may differ). Logs without manifests are compared only with
+``--no-manifest``, which the report states. Both methods must have validated at
+the same updates (or at those chosen with ``--updates``). The runs' cost
+entries are shown side by side, apart from success.
 
 At each update: the paired 2x2 table (boards both methods solved, only A,
 only B, neither), the difference in success A - B with a paired 95% interval,
@@ -22,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +40,11 @@ import numpy as np
 from sokoban_published import ChecksumError
 
 from ..files import write_atomic
+from ..paths import PathError, unwritable
 from ..rows import DataError
 from ..runtime.boards import BoardsNotFound
 from .charts import PlotUnavailable, chart_format, line_chart, require_matplotlib
+from .manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
 from .score import table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
@@ -82,20 +95,59 @@ def compare_update(a: list[Group], b: list[Group], boards: BoardSet, bootstrap: 
     return entry
 
 
+def read_manifests(paths: list[Path]) -> dict[str, dict]:
+    """The manifest beside each log (path: manifest), refused naming a log without one."""
+    manifests = {}
+    for log in dict.fromkeys(paths):
+        path = manifest_path(log)
+        if not path.exists() and not path.is_symlink():
+            raise ManifestError(f"{log}: has no run manifest beside it ({path.name}), so its controlled settings "
+                                f"are unknown; write one (schema in the card), or compare without the settings "
+                                f"check with --no-manifest")
+        manifests[str(path)] = read_manifest(path)
+    return manifests
+
+
+def check_settings(a: dict[str, dict], b: dict[str, dict], allowed: Collection[str]) -> dict:
+    """The settings part of the report; :class:`ManifestError` listing every
+    difference not ``allowed``, with both sides' values."""
+    differences = setting_differences(list(a.values()), list(b.values()))
+    refused = [d for d in differences if d["key"] not in allowed]
+    if refused:
+        lines = [f"controlled setting {d['key']} differs: A {_values(d['a'])}, B {_values(d['b'])}" for d in refused]
+        raise ManifestError("; ".join(lines) + f" (manifests of A: {', '.join(a)}; of B: {', '.join(b)}). "
+                            f"Match the settings, or name each intended difference with "
+                            f"--allow-difference KEY, which the report prints as a caveat")
+    return {"checked": True, "manifests_a": list(a), "manifests_b": list(b), "settings": len(SETTING),
+            "allowed_differences": differences}
+
+
+def _values(values: list) -> str:
+    return " / ".join(json.dumps(value) for value in values)
+
+
 def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = None, method_b: str | None = None,
-            validation: Path | None = None, resamples: int = RESAMPLES, seed: int = SEED) -> dict:
-    """The comparison report of the logs of A and of B."""
+            validation: Path | None = None, resamples: int = RESAMPLES, seed: int = SEED,
+            manifests: bool = True, allowed: Collection[str] = (), updates: Collection[int] | None = None) -> dict:
+    """The comparison report of the logs of A and of B: their settings checked
+    against each other first (unless not ``manifests``), then the numbers."""
+    if manifests:
+        manifests_a, manifests_b = read_manifests(a_paths), read_manifests(b_paths)
+        settings = check_settings(manifests_a, manifests_b, allowed)
+    else:
+        settings = {"checked": False}
     boards = BoardSet.load(validation)
     logs_a, logs_b = read_logs(a_paths), read_logs(b_paths)
     check_board_set(logs_a.rows + logs_b.rows, boards)
     a = pick_method(group_rows(logs_a.rows, boards), method_a, "a", a_paths)
     b = pick_method(group_rows(logs_b.rows, boards), method_b, "b", b_paths)
+    shared = shared_updates({g.update for g in a}, {g.update for g in b}, updates)
     bootstrap = Bootstrap(resamples, seed)
-    a_updates, b_updates = {g.update for g in a}, {g.update for g in b}
-    shared = sorted(a_updates & b_updates)
+    sides = {"a": (a, a_paths), "b": (b, b_paths)}
     return {
-        "a": {"method": a[0].method, "logs": [str(p) for p in a_paths]},
-        "b": {"method": b[0].method, "logs": [str(p) for p in b_paths]},
+        **{side: {"method": groups[0].method, "logs": [str(p) for p in paths],
+                  "runs": sorted({g.run for g in groups})} for side, (groups, paths) in sides.items()},
+        "settings": settings,
         "evaluation_sha256": boards.sha256,
         "training_rows_ignored": logs_a.training_rows + logs_b.training_rows,
         "methods": {
@@ -112,9 +164,33 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
                       "strata": sorted(set(boards.strata.tolist()))},
         "updates": [compare_update([g for g in a if g.update == u], [g for g in b if g.update == u],
                                    boards, bootstrap) for u in shared],
-        "updates_only_a": sorted(a_updates - b_updates),
-        "updates_only_b": sorted(b_updates - a_updates),
+        "costs": costs(manifests_a, len({g.run for g in a}), manifests_b, len({g.run for g in b}))
+                 if manifests else None,
     }
+
+
+def shared_updates(a_updates: set[int], b_updates: set[int], chosen: Collection[int] | None) -> list[int]:
+    """The updates to compare: every one, when both methods validated at the same
+    updates, else the ``chosen`` ones; refused naming updates not validated by both."""
+    asked = (a_updates | b_updates) if chosen is None else set(chosen)
+    only_a, only_b = sorted(asked & a_updates - b_updates), sorted(asked & b_updates - a_updates)
+    neither = sorted(asked - a_updates - b_updates)
+    if only_a or only_b or neither:
+        parts = [f"{label} {', '.join(map(str, found))}" for label, found in (
+            ("only A validated at update(s)", only_a), ("only B validated at update(s)", only_b),
+            ("neither validated at update(s)", neither)) if found]
+        hint = ("choose updates both validated with --updates" if chosen is None else
+                "choose among the updates both validated")
+        raise DataError(f"{'; '.join(parts)}: not on both runs' schedules, so not comparable; "
+                        f"compare runs of the same evaluation schedule, or {hint} "
+                        f"({', '.join(map(str, sorted(a_updates & b_updates))) or 'none'})")
+    return sorted(asked)
+
+
+def costs(manifests_a: dict[str, dict], runs_a: int, manifests_b: dict[str, dict], runs_b: int) -> dict:
+    """Each side's cost entries: the total over its manifests and the mean per run."""
+    return {side: {name: {**entry, "per_run": entry["total"] / runs} for name, entry in total_costs(m).items()}
+            for side, m, runs in (("a", manifests_a, runs_a), ("b", manifests_b, runs_b))}
 
 
 def _percent(value: float) -> str:
@@ -145,11 +221,44 @@ def render(report: dict) -> str:
               f"Several runs: {report['methods']['several_runs']}; {boot['resamples']:,} resamples, "
               f"seed {boot['seed']}.",
               f"P(A > B): {report['methods']['probability_of_improvement']}."]
-    for side in ("a", "b"):
-        if report[f"updates_only_{side}"]:
-            lines.append(f"Not compared, only {side.upper()} validated at update(s) "
-                         f"{', '.join(map(str, report[f'updates_only_{side}']))}.")
+    return "\n".join([settings_lines(report["settings"]), "", *lines, *cost_lines(report)])
+
+
+def settings_lines(settings: dict) -> str:
+    """The settings check, in words: passed, passed with caveats, or not made."""
+    if not settings["checked"]:
+        return ("Settings NOT checked (--no-manifest): the logs come without run manifests, so nothing shows "
+                "that the runs matched weights, image processing, horizon, reward, group size, update budget "
+                "and decoding.")
+    lines = [f"Settings: the {settings['settings']} controlled settings of the run manifests "
+             f"({', '.join(Path(path).name for path in settings['manifests_a'] + settings['manifests_b'])}) agree"
+             + (" except where allowed below." if settings["allowed_differences"] else "; only the method differs.")]
+    for difference in settings["allowed_differences"]:
+        lines.append(f"Caveat: {difference['key']} differs (A {_values(difference['a'])}, B "
+                     f"{_values(difference['b'])}), allowed by --allow-difference: the difference in success "
+                     f"is not the method's alone.")
     return "\n".join(lines)
+
+
+def cost_lines(report: dict) -> list[str]:
+    """The cost entries of both methods side by side, apart from success."""
+    if report["costs"] is None:
+        return []
+    a, b = report["costs"]["a"], report["costs"]["b"]
+    names = list(dict.fromkeys([*a, *b]))
+    if not names:
+        return ["", "Costs: the manifests state none."]
+
+    def cell(side: dict, name: str) -> str:
+        entry = side.get(name)
+        return f"{entry['total']:,.6g} ({entry['per_run']:,.6g} a run)" if entry else "—"
+
+    rows = [["cost", "unit", f"A {report['a']['method']} ({len(report['a']['runs'])} runs)",
+             f"B {report['b']['method']} ({len(report['b']['runs'])} runs)"]]
+    for name in names:
+        units = dict.fromkeys(side[name]["unit"] for side in (a, b) if name in side)
+        rows.append([name, " / ".join(units), cell(a, name), cell(b, name)])
+    return ["", "Costs from the run manifests, total (mean a run), reported apart from success:", "", table(rows)]
 
 
 def learning_curves(report: dict, fmt: str = "png") -> bytes:
@@ -179,9 +288,22 @@ def main(argv: list[str] | None = None) -> int:
                              "release's from the Hub)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
+    parser.add_argument("--allow-difference", action="append", default=[], metavar="KEY",
+                        help="compare although the controlled setting KEY differs (printed as a caveat)")
+    parser.add_argument("--updates", type=int, nargs="+", metavar="U",
+                        help="compare at these updates only (default: every one, which both must have validated)")
+    parser.add_argument("--no-manifest", action="store_true",
+                        help="compare logs without run manifests, unchecked settings (stated in the output)")
     args = parser.parse_args(argv)
     if args.resamples < 1 or args.seed < 0:
         parser.error("--resamples must be positive and --seed non-negative")
+    unknown = [key for key in args.allow_difference if key not in SETTING]
+    if unknown:
+        parser.error(f"--allow-difference {unknown[0]}: not a controlled setting; they are {', '.join(SETTING)}")
+    problem = unwritable(args.plot) if args.plot else None
+    if problem:  # before the work, so a bad --plot does not cost the report
+        print(f"error: --plot {problem}", file=sys.stderr)
+        return 1
     try:
         if args.plot:  # before the work: a missing library or a wrong suffix costs nothing
             plot_format = chart_format(args.plot)
@@ -190,16 +312,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     try:
-        report = compare(args.a, args.b, args.method_a, args.method_b, args.evaluation, args.resamples, args.seed)
-    except (DataError, ChecksumError, BoardsNotFound) as err:
+        report = compare(args.a, args.b, args.method_a, args.method_b, args.evaluation, args.resamples, args.seed,
+                         manifests=not args.no_manifest, allowed=args.allow_difference, updates=args.updates)
+        if args.plot:
+            write_atomic(args.plot, learning_curves(report, plot_format))
+    except (DataError, ChecksumError, PathError, BoardsNotFound) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    if not report["updates"]:
-        print(f"error: A validated at updates {report['updates_only_a']} and B at {report['updates_only_b']}: "
-              "no update in common to compare", file=sys.stderr)
+    except OSError as err:  # --plot changed since it was checked
+        print(f"error: --plot {args.plot}: cannot be written ({err.strerror})", file=sys.stderr)
         return 1
-    if args.plot:
-        write_atomic(args.plot, learning_curves(report, plot_format))
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sokoban_published import ChecksumError
 
+from ..paths import PathError
 from ..protocol import STRATA
 from ..rows import DataError
 from ..runtime.boards import BoardsNotFound
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         report = score(args.logs, args.evaluation)
-    except (DataError, ChecksumError, BoardsNotFound) as err:
+    except (DataError, ChecksumError, PathError, BoardsNotFound) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.json else render(report))

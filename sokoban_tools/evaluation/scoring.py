@@ -79,21 +79,28 @@ class Logs:
 
 
 def read_logs(paths: list[Path]) -> Logs:
-    """Every row of the logs, checked line by line; validation rows kept."""
+    """Every row of the logs, checked line by line; validation rows kept. An empty
+    log, or logs without a validation row, are refused naming the files."""
     rows, training = [], 0
     for path in paths:
-        for line, record in enumerate(read_episodes(path), start=1):
+        records = read_episodes(path)
+        if not records:
+            raise DataError(f"{path}: is empty, but an episode log holds one JSON line per finished episode; "
+                            f"give the log the runtime wrote")
+        for line, record in enumerate(records, start=1):
             if record.phase == "validation":
                 rows.append(LoggedRow(f"{path}:{line}", record))
             else:
                 training += 1
+    if not rows:
+        raise DataError(f"{', '.join(map(str, paths))}: hold{'s' if len(paths) == 1 else ''} no validation rows "
+                        f"({training:,} training rows); log the validation passes (phase \"validation\")")
     return Logs(rows, training)
 
 
 def check_board_set(rows: list[LoggedRow], boards: BoardSet) -> None:
-    """Refuse rows of different board sets, and rows of any set but the published one."""
-    if not rows:
-        raise DataError("the logs hold no validation rows; log the validation passes (phase \"validation\")")
+    """Refuse rows of different board sets, and rows of any set but the published one
+    (``rows``, from :func:`read_logs`, are never empty)."""
     first = rows[0]
     for row in rows:
         if row.record.evaluation_sha256 != first.record.evaluation_sha256:

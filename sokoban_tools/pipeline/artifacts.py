@@ -22,13 +22,13 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..files import sha256_bytes, sync_directory, write_atomic, write_temp
+from ..files import json_document, sha256_bytes, sync_directory, write_atomic, write_temp  # noqa: F401 (json_document: for the pipeline's reports)
+from ..paths import unwritable
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -36,11 +36,6 @@ if TYPE_CHECKING:
 JOURNAL = ".publish-journal.json"
 TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by git
 REPRODUCE = "python -m sokoban_tools reproduce"
-
-
-def json_document(obj) -> bytes:
-    """The bytes of a generated JSON report: keys in insertion order, indented, one final newline."""
-    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def write_set(files: dict[Path, bytes], command: str) -> None:
@@ -106,23 +101,6 @@ def clear_interrupted_writes(directories) -> list[Path]:
                     leftover.unlink()
                     removed.append(leftover)
     return removed
-
-
-def unwritable(path: Path) -> str | None:
-    """Why ``path`` cannot be written as a file, with the fix; ``None`` if it can."""
-    if path.is_dir():
-        return f"{path}: is a directory, but the command writes a file there; move it away"
-    existing = path.parent
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing}: is a file, but it must be a directory; give a directory (e.g. --data-dir)"
-    try:
-        tempfile.TemporaryFile(dir=existing).close()  # a real write test: root ignores mode bits
-    except OSError as err:
-        return (f"{existing}: cannot be written ({err.strerror}); make it writable "
-                f"(chmod u+w) or give another directory (e.g. --data-dir)")
-    return None
 
 
 def ready(paths, check: bool) -> bool:

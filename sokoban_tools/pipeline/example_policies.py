@@ -16,7 +16,12 @@ logs can be scored and compared like a real trainer's:
   (also when random moves have made the board unsolvable).
 
 Each (method, run, update) draws from its own seeded generator, so the logs
-are the same in every process.
+are the same in every process. Each log has its run manifest beside it
+(:mod:`sokoban_tools.evaluation.manifest`): the settings a scripted policy has
+(horizon, rewards, the observation it sees, the validation schedule; null for
+weights, prompts and decoding, which it has none of), and as costs the
+environment steps both spend and the shortest-path searches the path follower
+adds, its extra scoring.
 """
 
 from __future__ import annotations
@@ -29,15 +34,16 @@ import numpy as np
 
 from sokoban_published import PUBLISHED_FILES
 
+from ..evaluation.manifest import SETTING, environment_settings, manifest_path, merge_costs, new_manifest
 from ..evaluation.scoring import DEFAULT_VALIDATION
 from ..layout import EXAMPLE_EPISODES, VALIDATION_DATA
 from ..rows import BoardRow
 from ..rules.board import ACTIONS, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
 from ..rules.solver import shortest_solution
-from ..runtime.env import PLAYER_ON_TARGET, FairSokobanEnv
+from ..runtime.env import DEFAULT_MAX_STEPS, PLAYER_ON_TARGET, FairSokobanEnv
 from ..runtime.episodes import EpisodeRecord
 from ..runtime.tasks import load_validation
-from .artifacts import command_line, run_command, worker_processes
+from .artifacts import command_line, json_document, run_command, worker_processes
 
 COMMAND = "python -m sokoban_tools example"
 OUT_DIR = EXAMPLE_EPISODES
@@ -62,52 +68,87 @@ def board_seen(state: np.ndarray) -> Board:
     return Board.from_rooms([[fixed for fixed, _ in row] for row in rows], [[code for _, code in row] for row in rows])
 
 
-def choose(observation: np.ndarray, follow: float, rng: np.random.Generator) -> int:
-    """One action: the shortest path's next move with probability ``follow``, else
-    (or when random moves have made the board unsolvable) a random one."""
+def choose(observation: np.ndarray, follow: float, rng: np.random.Generator) -> tuple[int, bool]:
+    """One action and whether a shortest path was searched for it: the path's next
+    move with probability ``follow``, else (or when random moves have made the board
+    unsolvable) a random one."""
     if rng.random() < follow:
         path = shortest_solution(board_seen(observation))
-        if path:
-            return path[0]
-    return ACTIONS[int(rng.integers(len(ACTIONS)))]
+        return (path[0], True) if path else (ACTIONS[int(rng.integers(len(ACTIONS)))], True)
+    return ACTIONS[int(rng.integers(len(ACTIONS)))], False
 
 
-def play_pass(method: str, run: int, update: int, boards: list[BoardRow], digest: str) -> list[EpisodeRecord]:
-    """One validation pass of a method's run at an update: every board once, in stored order."""
+def play_pass(method: str, run: int, update: int, boards: list[BoardRow], digest: str
+              ) -> tuple[list[EpisodeRecord], int]:
+    """One validation pass of a method's run at an update: every board once, in
+    stored order; its records and the shortest-path searches it made."""
     rng = np.random.Generator(np.random.PCG64([METHODS.index(method), run, update]))
     follow = follow_probability(method, update)
     env = FairSokobanEnv(mode="state")
-    records = []
+    records, searches = [], 0
     for row in boards:
         observation, _ = env.reset(row)
         total, done, info = 0.0, False, {"won": False}
         while not done:
-            observation, reward, done, info = env.step(choose(observation, follow, rng))
+            action, searched = choose(observation, follow, rng)
+            searches += searched
+            observation, reward, done, info = env.step(action)
             total += reward
         records.append(EpisodeRecord(method, f"seed-{run}", "validation", update, row.task_id,
                                      info["won"], env.num_env_steps, total, digest))
-    return records
+    return records, searches
 
 
 def log_path(out_dir: Path, method: str) -> Path:
     return out_dir / f"{method}.jsonl"
 
 
+def example_manifest(method: str, updates: tuple[int, ...], steps: int, searches: int) -> dict:
+    """The run manifest of a method's log: what a scripted policy has of the controlled
+    settings, and its costs."""
+    gaps = {later - earlier for earlier, later in zip(updates, updates[1:])}
+    settings = {key: None for key in SETTING}  # no weights, prompt, decoding or training
+    settings.update(environment_settings())
+    settings.update({"image_processing.observation": "state", "image_processing.history_length": 0,
+                     "action_horizon": DEFAULT_MAX_STEPS, "reward.invalid_action_penalty": False,
+                     "update_budget.total_training_steps": max(updates),
+                     "evaluation.before_training": 0 in updates,
+                     "evaluation.frequency": gaps.pop() if len(gaps) == 1 else None})
+    manifest = new_manifest(method, settings, notes=(
+        "A scripted policy of the worked example: it has no weights, prompt or decoding (null), sees the "
+        "state observation and plays the environment's horizon and rewards; costs count environment steps "
+        "and the path follower's shortest-path searches."), trained=False)
+    entries = {"environment_steps": ("environment steps", steps)}
+    if searches:
+        entries["shortest_path_searches"] = ("solver calls", searches)
+    return merge_costs(manifest, entries, f"the manifest of {method}")
+
+
 def build(out_dir: Path = OUT_DIR, runs: int = RUNS, updates: tuple[int, ...] = UPDATES,
           validation: Path = DEFAULT_VALIDATION, workers: int = 1) -> dict[Path, bytes]:
-    """One log per method holding all its runs and updates. The passes are
-    independent (each seeds its own generator), so ``workers`` processes share them
-    and the logs do not depend on how many there are."""
+    """One log per method holding all its runs and updates, and its manifest. The
+    passes are independent (each seeds its own generator), so ``workers`` processes
+    share them and the files do not depend on how many there are."""
     boards = load_validation(validation)  # refused unless it is the published file, whose digest this is
     digest = PUBLISHED_FILES[VALIDATION_DATA]["sha256"]
+    updates = tuple(sorted(set(updates)))
     passes = [(method, run, update) for method in METHODS for update in updates for run in range(runs)]
     with worker_processes(workers) as executor:
         play = executor.map if executor is not None else map
         played = list(play(play_pass, *zip(*passes), repeat(boards), repeat(digest)))
     lines: dict[str, list[str]] = {method: [] for method in METHODS}
-    for (method, _, _), records in zip(passes, played):
+    searches = dict.fromkeys(METHODS, 0)
+    steps = dict.fromkeys(METHODS, 0)
+    for (method, _, _), (records, searched) in zip(passes, played):
         lines[method].extend(record.to_line() + "\n" for record in records)
-    return {log_path(out_dir, method): "".join(lines[method]).encode("utf-8") for method in METHODS}
+        searches[method] += searched
+        steps[method] += sum(record.actions for record in records)
+    files = {}
+    for method in METHODS:
+        log = log_path(out_dir, method)
+        files[log] = "".join(lines[method]).encode("utf-8")
+        files[manifest_path(log)] = json_document(example_manifest(method, updates, steps[method], searches[method]))
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1 or any(u < 0 for u in args.updates):
         parser.error("--runs must be at least 1 and --updates non-negative")
-    outputs = [log_path(args.out, method) for method in METHODS]
+    outputs = [path for method in METHODS for path in (log_path(args.out, method),
+                                                          manifest_path(log_path(args.out, method)))]
     return run_command(COMMAND, args.check, outputs, lambda: build(args.out, args.runs, tuple(args.updates),
                                                                       workers=args.workers))
 

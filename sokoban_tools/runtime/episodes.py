@@ -4,7 +4,8 @@ A fair comparison of training methods needs per-board results, not only a
 mean, so the runtime reports every episode it plays as an
 :class:`EpisodeRecord` and can append them to a JSONL log, which the scoring
 commands read back. Rows are compact JSON objects with exactly the keys of
-:data:`EPISODE_KEYS`, in that order:
+:data:`EPISODE_KEYS`, written in that order and read in any order (a JSON
+object's keys are unordered, and another trainer's writer will not keep ours):
 
 =====================  ======  =====================================================
 ``method``             str     the training method, e.g. ``"GRPO"``
@@ -36,10 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from ..paths import read_bounded
 from ..rows import DataError
 
 EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256")
 PHASES = ("validation", "training")
+MAX_LOG_BYTES = 1 << 30  # about five million episodes; a reader refuses a larger file (split it)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -75,8 +78,11 @@ class EpisodeRecord:
 
 def _problem(row: dict) -> str | None:
     """What is wrong with a decoded row, or ``None``."""
-    if tuple(row) != EPISODE_KEYS:
-        return f"keys are {list(row)}, expected {list(EPISODE_KEYS)} in that order"
+    missing = [key for key in EPISODE_KEYS if key not in row]
+    unknown = [key for key in row if key not in EPISODE_KEYS]
+    if missing or unknown:
+        return (f"keys are {list(row)}, expected {list(EPISODE_KEYS)} in any order "
+                f"(missing {missing}, unknown {unknown})")
     for key in ("method", "run", "task_id"):
         if not isinstance(row[key], str) or not row[key]:
             return f"{key} must be a non-empty string, got {row[key]!r}"
@@ -120,8 +126,8 @@ def read_episodes(path: Path | str) -> list[EpisodeRecord]:
     path = Path(path)
     fix = "repair or remove that line, or write the log again with the runtime"
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_bounded(path, MAX_LOG_BYTES, "episode log").decode("utf-8")
+    except UnicodeDecodeError as err:
         raise DataError(f"{path}: cannot be read as UTF-8 text ({err}); {fix}") from None
     if text and not text.endswith("\n"):
         raise DataError(f"{path}:{text.count(chr(10)) + 1}: the last line has no newline "

@@ -25,6 +25,7 @@ from pathlib import Path
 from ...evaluation import compare
 from ...evaluation.charts import PLOT_EXTRA, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
+from ...evaluation.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                        DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
@@ -387,6 +388,19 @@ def example_values(report: dict) -> dict[str, object]:
     }
 
 
+def fair_comparison_values() -> dict[str, object]:
+    """The fair-comparison checklist and the manifest's settings table, both from
+    the one definition of the controlled settings (``manifest.SETTINGS``)."""
+    checklist = [f"- [ ] **{title}**: " + ", ".join(f"`{s.key}`" for s in SETTINGS if s.group == title)
+                 for _, title in GROUPS]
+    rows = [["Setting", "Type", "Meaning", "verl-agent config key"], ["---"] * 4]
+    rows += [[f"`{s.key}`", s.kind, s.meaning,
+              "the environment's constant" if s.verl_agent == ENVIRONMENT else f"`{s.verl_agent}`"
+              + (" (if set)" if s.optional else "")] for s in SETTINGS]
+    return {"fair_comparison_checklist": "\n".join(checklist), "manifest_settings_table": _table(rows),
+            "manifest_suffix": SUFFIX}
+
+
 def _citation(repo: Path) -> str:
     """The BibTeX entry of the loading script, so card and script cite alike."""
     path = repo / LOADING_SCRIPT
@@ -422,7 +436,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     first = validation[0]
     try:  # the reports' entries, read where each figure is made
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
-                  **example_values(example)}
+                  **example_values(example), **fair_comparison_values()}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()

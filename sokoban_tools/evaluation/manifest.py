@@ -1,0 +1,391 @@
+"""The run manifest: a run's controlled settings, the data it used and what it cost, beside its episode log.
+
+Identical boards make a comparison fair only if everything a method does not
+own is matched too: the spec names initial weights, image processing, action
+horizon, reward, rollout group size, update budget and decoding. A run records
+them once, as a JSON file beside its episode log (:func:`manifest_path`), so
+``compare`` checks them before the numbers. :data:`SETTINGS` is the one
+definition of the controlled settings: what each means, its type, and where it
+comes from in verl-agent's composed Hydra config. From it
+:func:`manifest_from_verl_config` fills a manifest with the patched verl-agent,
+:func:`check_manifest` validates one written by hand for another trainer, and
+the card's checklist and schema table are generated.
+
+A manifest is a JSON object with exactly these keys (any order):
+
+=================  ============================================================
+``format``         :data:`FORMAT`
+``protocol``       the evaluation protocol, ``sokoban-eval-256-v1``
+``release``        the dataset release whose files the run used (as recorded;
+                   the digests decide)
+``data_sha256``    ``{"fairness/train.jsonl": SHA-256, "fairness/evaluation.jsonl":
+                   SHA-256}``: must be the published files' digests; the
+                   training file's is null for a run that trained on no boards
+``method``         the method, free text (it may differ between compared runs)
+``settings``       every key of :data:`SETTINGS`; a value of the stated type, or
+                   null where the setting does not apply (a scripted policy
+                   has no decoding)
+``costs``          ``{name: {"unit": str, "value": number >= 0}}``: what the run
+                   spent, per named entry (``gen``, ``update_actor``, a
+                   method's extra scoring...), never mixed into success
+``notes``          optional, free-form
+=================  ============================================================
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from sokoban_published import PUBLISHED_FILES, RELEASE
+
+from ..files import json_document, write_atomic
+from ..layout import TRAIN_DATA, VALIDATION_DATA
+from ..paths import read_bounded
+from ..protocol import PROTOCOL
+from ..rows import DataError
+from ..runtime.episodes import _refuse_duplicate_keys  # the log reader's: one rule for both files
+
+FORMAT = "sokoban-fairness run manifest 1"
+SUFFIX = ".manifest.json"  # appended to the episode log's name
+MAX_BYTES = 1 << 20
+DATA_FILES = (TRAIN_DATA, VALIDATION_DATA)
+KEYS = ("format", "protocol", "release", "data_sha256", "method", "settings", "costs")
+NOTES = "notes"
+ENVIRONMENT = "the environment"  # the source of settings that sokoban_tools.runtime.env defines
+KINDS = {"integer": (int,), "number": (int, float), "boolean": (bool,), "string": (str,)}
+
+
+class ManifestError(DataError):
+    """A manifest that is malformed, incomplete, of other data, or at odds with another."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A controlled setting: its manifest key, JSON type, meaning and verl-agent config key."""
+
+    key: str
+    kind: str  # a key of KINDS
+    meaning: str
+    verl_agent: str  # a dotted key of the composed config, or ENVIRONMENT
+    optional: bool = False  # absent from verl-agent's config unless the launcher adds it: null then
+
+    @property
+    def group(self) -> str:
+        return GROUP_OF[self.key.rsplit(".", 1)[0] if "." in self.key else self.key]
+
+
+# The groups the spec names, in its order: (key prefix, title).
+GROUPS = (
+    ("initial_weights", "Initial weights"),
+    ("image_processing", "Image processing"),
+    ("action_horizon", "Action horizon"),
+    ("reward", "Reward"),
+    ("rollout", "Rollout group size"),
+    ("update_budget", "Update budget"),
+    ("evaluation", "Evaluation schedule"),
+    ("decoding.training", "Decoding in training"),
+    ("decoding.validation", "Decoding in validation"),
+)
+GROUP_OF = dict(GROUPS)
+_ROLLOUT = "actor_rollout_ref.rollout"
+
+
+def _decoding(phase: str, config: str) -> tuple[Setting, ...]:
+    return (
+        Setting(f"decoding.{phase}.temperature", "number", "sampling temperature", f"{config}.temperature"),
+        Setting(f"decoding.{phase}.top_p", "number", "nucleus sampling mass", f"{config}.top_p"),
+        Setting(f"decoding.{phase}.top_k", "integer", "top-k sampling (-1: off)", f"{config}.top_k"),
+        Setting(f"decoding.{phase}.do_sample", "boolean", "sample (false: greedy)", f"{config}.do_sample"),
+        Setting(f"decoding.{phase}.response_length", "integer", "tokens an answer may have",
+                f"{_ROLLOUT}.response_length"),
+        Setting(f"decoding.{phase}.n", "integer", "answers sampled per prompt", f"{config}.n"),
+    )
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("initial_weights.model", "string", "the model the policy starts from: a Hub id or a path",
+            "actor_rollout_ref.model.path"),
+    Setting("initial_weights.revision", "string", "its revision (commit) or digest, where the launcher sets one",
+            "actor_rollout_ref.model.revision", optional=True),
+    Setting("image_processing.observation", "string",
+            "what the environment shows each turn (rgb_array: the 96×96 game image; tiny_rgb_array: a text grid)",
+            "env.sokoban.mode"),
+    Setting("image_processing.max_prompt_length", "integer", "tokens of a prompt, image tokens included",
+            "data.max_prompt_length"),
+    Setting("image_processing.history_length", "integer", "earlier turns each prompt shows", "env.history_length"),
+    Setting("action_horizon", "integer", "actions an episode may take", "env.max_steps"),
+    Setting("reward.step", "number", "reward of every turn", ENVIRONMENT),
+    Setting("reward.box_on_target", "number", "reward when the box reaches its target", ENVIRONMENT),
+    Setting("reward.box_off_target", "number", "reward when the box leaves its target", ENVIRONMENT),
+    Setting("reward.solved", "number", "reward when the board is solved", ENVIRONMENT),
+    Setting("reward.invalid_action_penalty", "boolean", "the trainer penalises an unparseable answer",
+            "actor_rollout_ref.actor.use_invalid_action_penalty"),
+    Setting("reward.invalid_action_penalty_coef", "number", "that penalty",
+            "actor_rollout_ref.actor.invalid_action_penalty_coef"),
+    Setting("rollout.group_size", "integer", "episodes per training board in a group", "env.rollout.n"),
+    Setting("update_budget.groups_per_update", "integer", "training boards (groups) per update",
+            "data.train_batch_size"),
+    Setting("update_budget.total_epochs", "integer", "passes over the training batches", "trainer.total_epochs"),
+    Setting("update_budget.total_training_steps", "integer",
+            "updates, when set (else total_epochs × batches per epoch)", "trainer.total_training_steps"),
+    Setting("evaluation.before_training", "boolean", "a validation pass at update 0", "trainer.val_before_train"),
+    Setting("evaluation.frequency", "integer", "a validation pass every this many updates, and after the last",
+            "trainer.test_freq"),
+    *_decoding("training", _ROLLOUT),
+    *_decoding("validation", f"{_ROLLOUT}.val_kwargs"),
+)
+SETTING = {setting.key: setting for setting in SETTINGS}
+
+
+def environment_settings() -> dict[str, float]:
+    """The reward settings the runtime environment itself defines."""
+    from ..runtime.env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, STEP_PENALTY, WIN_REWARD
+    # imported here: the environment needs numpy, checking a manifest does not
+    return {"reward.step": STEP_PENALTY, "reward.box_on_target": BOX_ON_TARGET_REWARD,
+            "reward.box_off_target": BOX_OFF_TARGET_PENALTY, "reward.solved": WIN_REWARD}
+
+
+def manifest_path(log: Path | str) -> Path:
+    """Where the manifest of the episode log ``log`` lives: ``<log>.manifest.json``."""
+    log = Path(log)
+    return log.with_name(log.name + SUFFIX)
+
+
+def new_manifest(method: str, settings: Mapping[str, object], notes=None, trained: bool = True) -> dict:
+    """A checked manifest of the current release's files (the training file's
+    digest null unless ``trained``), with no costs yet."""
+    missing = [key for key in SETTING if key not in settings]
+    unknown = [key for key in settings if key not in SETTING]
+    if missing or unknown:
+        raise ManifestError(f"settings: missing {missing}, unknown {unknown}; give every key of SETTINGS")
+    manifest = {
+        "format": FORMAT,
+        "protocol": PROTOCOL,
+        "release": RELEASE,
+        "data_sha256": {name: PUBLISHED_FILES[name]["sha256"] if trained or name != TRAIN_DATA else None
+                        for name in DATA_FILES},
+        "method": method,
+        "settings": {setting.key: settings[setting.key] for setting in SETTINGS},
+        "costs": {},
+    }
+    if notes is not None:
+        manifest[NOTES] = notes
+    return check_manifest(manifest, "the new manifest")
+
+
+def _lookup(config, dotted: str, optional: bool):
+    """``config.a.b`` of a DictConfig or nested dict (interpolations resolved on access)."""
+    node = config
+    for part in dotted.split("."):
+        try:
+            node = node[part]
+        except (KeyError, TypeError, AttributeError):  # a DictConfig raises its own KeyError subclass
+            if optional:
+                return None
+            raise ManifestError(f"the verl-agent config has no {dotted}; compose it from verl-agent's "
+                                f"ppo_trainer.yaml") from None
+    return node
+
+
+def manifest_from_verl_config(config, method: str | None = None, notes=None) -> dict:
+    """The manifest of a run launched with verl-agent's composed Hydra ``config``
+    (a DictConfig or a plain nested dict); ``method`` defaults to the config's
+    ``algorithm.adv_estimator``."""
+    values = environment_settings()
+    for setting in SETTINGS:
+        if setting.verl_agent != ENVIRONMENT:
+            value = _lookup(config, setting.verl_agent, setting.optional)
+            if setting.kind == "number" and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)  # YAML's 1 and 1.0 are the same setting
+            values[setting.key] = value
+    if method is None:
+        method = str(_lookup(config, "algorithm.adv_estimator", False))
+    return new_manifest(method, values, notes)
+
+
+def _problem(value, kind: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) != (kind == "boolean") or not isinstance(value, KINDS[kind]):
+        return f"must be {'an' if kind[0] in 'aeiou' else 'a'} {kind} or null, got {value!r}"
+    if kind == "number" and not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    if kind == "string" and not value:
+        return "must be a non-empty string or null"
+    return None
+
+
+def _object(value, where: str, source: str) -> dict:
+    if not isinstance(value, dict):
+        raise ManifestError(f"{source}: {where} must be a JSON object, got {value!r}")
+    return value
+
+
+def check_manifest(manifest, source: str) -> dict:
+    """``manifest`` if it is complete, well typed and of the published files;
+    else :class:`ManifestError` naming ``source`` and the key."""
+    fix = "see the manifest schema in sokoban_tools.evaluation.manifest (tabled in the card)"
+    manifest = _object(manifest, "the manifest", source)
+    unknown = [key for key in manifest if key not in KEYS and key != NOTES]
+    if unknown:
+        raise ManifestError(f"{source}: unknown key {unknown[0]!r} (free-form text goes under {NOTES!r}); {fix}")
+    missing = [key for key in KEYS if key not in manifest]
+    if missing:
+        raise ManifestError(f"{source}: missing key {missing[0]!r}; {fix}")
+    for key, expected in (("format", FORMAT), ("protocol", PROTOCOL)):
+        if manifest[key] != expected:
+            raise ManifestError(f"{source}: {key} is {manifest[key]!r}, expected {expected!r}; {fix}")
+    if not isinstance(manifest["release"], str) or not manifest["release"]:  # the digests below decide
+        raise ManifestError(f"{source}: release must be a non-empty string, got {manifest['release']!r}; {fix}")
+    digests = _object(manifest["data_sha256"], "data_sha256", source)
+    for name in digests:
+        if name not in DATA_FILES:
+            raise ManifestError(f"{source}: data_sha256: unknown key {name!r}; it names {', '.join(DATA_FILES)}")
+    for name in DATA_FILES:
+        published = PUBLISHED_FILES[name]["sha256"]
+        if name == TRAIN_DATA and name in digests and digests[name] is None:
+            continue  # a run that trained on no boards, such as a scripted policy
+        if digests.get(name) != published:
+            raise ManifestError(f"{source}: data_sha256.{name} is {digests.get(name)!r}, not the published "
+                                f"file's {published} (release {RELEASE}): the run used other boards, which "
+                                f"cannot be compared; train and validate on the published files")
+    if not isinstance(manifest["method"], str) or not manifest["method"]:
+        raise ManifestError(f"{source}: method must be a non-empty string, got {manifest['method']!r}")
+    settings = _object(manifest["settings"], "settings", source)
+    for key in settings:
+        if key not in SETTING:
+            raise ManifestError(f"{source}: settings: unknown key {key!r} (free-form text goes under "
+                                f"{NOTES!r}); {fix}")
+    for setting in SETTINGS:
+        if setting.key not in settings:
+            raise ManifestError(f"{source}: settings: missing key {setting.key!r} ({setting.meaning}; "
+                                f"null if it does not apply); {fix}")
+        problem = _problem(settings[setting.key], setting.kind)
+        if problem:
+            raise ManifestError(f"{source}: settings.{setting.key} {problem}; {fix}")
+    for name, entry in _object(manifest["costs"], "costs", source).items():
+        check_cost(name, entry, source)
+    return manifest
+
+
+def check_cost(name, entry, source: str) -> None:
+    """Refuse a cost entry that is not ``{"unit": str, "value": number >= 0}``."""
+    where = f"{source}: costs.{name}"
+    if not name:
+        raise ManifestError(f"{where}: a cost entry needs a name (e.g. gen, update_actor, teacher_scoring)")
+    if not isinstance(entry, dict) or set(entry) != {"unit", "value"}:
+        raise ManifestError(f"{where} must be an object with exactly the keys unit and value, got {entry!r}")
+    if not isinstance(entry["unit"], str) or not entry["unit"]:
+        raise ManifestError(f"{where}.unit must name the unit (e.g. GPU-seconds, tokens), got {entry['unit']!r}")
+    value = entry["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ManifestError(f"{where}.value must be a finite number >= 0, got {value!r}")
+
+
+def read_manifest(path: Path | str) -> dict:
+    """The checked manifest at ``path``."""
+    data = read_bounded(path, MAX_BYTES, "run manifest")
+    try:
+        manifest = json.loads(data.decode("utf-8"), object_pairs_hook=_refuse_duplicate_keys)
+    except ValueError as err:  # UnicodeDecodeError included
+        raise ManifestError(f"{path}: is not a JSON object ({err}); write it again") from None
+    return check_manifest(manifest, str(path))
+
+
+def write_manifest(log: Path | str, manifest: dict) -> Path:
+    """Write ``manifest`` beside the episode log ``log``, once per run: a manifest
+    already there is kept (with its costs) if it records the same method and
+    settings, refused if it does not, since the log would mix runs of other settings."""
+    path = manifest_path(log)
+    check_manifest(manifest, "the new manifest")
+    if path.exists():
+        old = read_manifest(path)
+        changed = [key for key in ("method", "settings") if old[key] != manifest[key]]
+        if changed:
+            keys = [key for key in SETTING if old["settings"][key] != manifest["settings"][key]]
+            raise ManifestError(f"{path}: holds the manifest of a run with another {changed[0]} "
+                                f"({', '.join(keys) or old['method']}), and {log} would mix both runs; "
+                                f"give this run its own episode log")
+        return path
+    write_atomic(path, json_document(manifest))
+    return path
+
+
+def costs_from_verl_metrics(metrics: Mapping[str, object], gpus: int) -> dict[str, tuple[str, float]]:
+    """The cost entries of one verl training step: each ``timing_s/NAME`` as
+    ``NAME`` in GPU-seconds (its wall-clock seconds times the run's ``gpus``,
+    which the trainer holds through every phase), and ``perf/total_num_tokens``
+    as ``tokens``. A method's extra phase (a teacher's scoring) is timed under
+    its own name and so becomes its own entry."""
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise ValueError(f"gpus must be a positive integer, got {gpus!r}")
+    entries = {}
+    for key, value in metrics.items():
+        if key.startswith("timing_s/"):
+            entries[key.removeprefix("timing_s/")] = ("GPU-seconds", float(value) * gpus)
+        elif key == "perf/total_num_tokens":
+            entries["tokens"] = ("tokens", float(value))
+    return entries
+
+
+def merge_costs(manifest: dict, entries: Mapping[str, tuple[str, float]], source: str) -> dict:
+    """``manifest`` with ``entries`` (name: (unit, amount)) added to its costs;
+    an entry already kept in another unit is refused."""
+    costs = manifest["costs"]
+    for name, (unit, amount) in entries.items():
+        entry = costs.setdefault(name, {"unit": unit, "value": 0})
+        if entry["unit"] != unit:
+            raise ManifestError(f"{source}: costs.{name} is in {entry['unit']}, not {unit}; name the entry "
+                                f"of another unit differently")
+        entry["value"] += amount
+        check_cost(name, entry, source)
+    return manifest
+
+
+def add_costs(log: Path | str, entries: Mapping[str, tuple[str, float]]) -> dict:
+    """Add ``entries`` (name: (unit, amount)) to the costs of the manifest beside
+    ``log`` and write it again (atomically); returns the manifest."""
+    path = manifest_path(log)
+    manifest = merge_costs(read_manifest(path), entries, str(path))
+    write_atomic(path, json_document(manifest))
+    return manifest
+
+
+def _distinct(values) -> list:
+    out = []
+    for value in values:
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def setting_differences(a: list[dict], b: list[dict]) -> list[dict]:
+    """Every controlled setting not the same in all manifests ``a`` and ``b``:
+    its key and the distinct values on each side."""
+    differences = []
+    for setting in SETTINGS:
+        a_values = _distinct(manifest["settings"][setting.key] for manifest in a)
+        b_values = _distinct(manifest["settings"][setting.key] for manifest in b)
+        if len(_distinct(a_values + b_values)) > 1:
+            differences.append({"key": setting.key, "a": a_values, "b": b_values})
+    return differences
+
+
+def total_costs(manifests: dict[str, dict]) -> dict[str, dict]:
+    """Each cost entry summed over ``manifests`` (path: manifest), refused when
+    two of them state it in different units."""
+    totals: dict[str, dict] = {}
+    for path, manifest in manifests.items():
+        for name, entry in manifest["costs"].items():
+            total = totals.setdefault(name, {"unit": entry["unit"], "total": 0, "first": path})
+            if total["unit"] != entry["unit"]:
+                raise ManifestError(f"{path}: costs.{name} is in {entry['unit']} but in {total['unit']} in "
+                                    f"{total['first']}; state one entry in one unit")
+            total["total"] += entry["value"]
+    return {name: {"unit": t["unit"], "total": t["total"]} for name, t in totals.items()}
