@@ -140,6 +140,10 @@ class SokobanFairness(datasets.GeneratorBasedBuilder):
             "box_position": cell,
             "target_position": cell,
         }
+        # datasets sets load_dataset's keyword arguments on the config without calling __init__,
+        # so they are checked here, when the builder is made, before any work
+        if not isinstance(self.config.with_images, bool):  # "false" is a non-empty string: truthy
+            raise TypeError(f"with_images must be True or False, got {self.config.with_images!r}")
         if self.config.with_images:
             features["image"] = datasets.Image(mode="RGB")  # stored as palette PNG
         return datasets.DatasetInfo(

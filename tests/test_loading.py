@@ -193,3 +193,10 @@ def test_card_metadata_fields(card_data):
     assert card_data.license == sf._LICENSE
     assert card_data.pretty_name == "Sokoban fairness"
     assert "reinforcement-learning" in card_data.task_categories
+
+
+@pytest.mark.parametrize("with_images", ["false", "True", 1])
+def test_bad_input__with_images_that_is_not_a_bool_is_refused_naming_it(tmp_path, with_images):
+    with pytest.raises(TypeError, match="with_images must be True or False"):
+        sf.SokobanFairness(config_name="fairness", base_path=str(REPO), cache_dir=str(tmp_path),
+                           hash=content_hash(REPO), with_images=with_images)

@@ -8,6 +8,7 @@ here the ``local`` backend lets the trainer's real sizes (128 x 8 training worke
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -79,6 +80,9 @@ def test_training__validation_in_between_changes_no_draw():
     validation = local(seed=1003, env_num=128, is_train=False)
     for _ in range(4):
         plain.reset()
+        if validation.chunks_played == validation.num_chunks:
+            validation.end_pass()
+            validation.begin_pass(update=1)
         validation.reset()
         validation.step([1] * 128)
         interleaved.reset()
@@ -131,16 +135,32 @@ def test_validation__128_workers_play_the_256_boards_in_stored_order_in_two_chun
     assert {r.phase for r in records} == {"validation"} and {r.update for r in records} == {0}
 
 
-def test_validation__a_pass_wraps_to_the_first_board_and_end_pass_refuses_an_incomplete_pass(evaluation):
+def test_validation__a_pass_plays_each_board_once_and_a_reset_past_its_last_chunk_is_refused(evaluation):
     envs = local(seed=1000, env_num=64, is_train=False)
     with pytest.raises(RuntimeError, match="0 of 4 chunks played"):
         envs.end_pass()
-    for _ in range(4):
+    for _ in range(4):  # the first pass may start without begin_pass, at update 0
         envs.reset()
-    envs.reset()  # the fifth reset starts the next pass, ending the first
-    assert envs.passes_completed == 1 and envs.task_ids[0] == evaluation[0].task_id
+    with pytest.raises(RuntimeError, match="past the last of the 4 chunks"):
+        envs.reset()
+    assert envs.chunks_played == 4 and envs.passes_completed == 0  # the refused reset changed nothing
+    assert [r.task_id for r in envs.end_pass()] == [row.task_id for row in evaluation]
+    with pytest.raises(RuntimeError, match="pass 2 was not begun: call begin_pass"):
+        envs.reset()
+    assert envs.begin_pass(update=5) == 4
+    envs.reset()
+    assert envs.task_ids[0] == evaluation[0].task_id and envs.validation_update == 5
     with pytest.raises(RuntimeError, match="stopped after chunk 1 of 4"):
-        envs.begin_pass(update=5)
+        envs.begin_pass(update=6)
+
+
+def test_validation__begin_pass_after_a_full_pass_ends_it_and_keeps_its_records(evaluation):
+    envs = local(seed=1000, env_num=128, is_train=False)
+    for _ in range(2):
+        envs.reset()
+    envs.begin_pass(update=3)
+    assert envs.passes_completed == 1
+    assert sorted(r.task_id for r in envs.take_episodes()) == sorted(row.task_id for row in evaluation)
 
 
 def test_validation__stored_solutions_win_every_board_and_the_records_say_so(evaluation, tmp_path):
@@ -213,6 +233,54 @@ def test_settings__the_boards_settings_are_accepted_as_any_sequence(dim_room):
 def test_bad_input__impossible_runtimes_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
         build_sokoban_envs(**{"backend": "local", **options})
+
+
+@pytest.mark.parametrize(("options", "error", "named"), [
+    ({"method": ""}, ValueError, "method must be a non-empty string"),
+    ({"method": None}, TypeError, "method must be a string"),
+    ({"run": "  "}, ValueError, "run must be a non-empty string"),
+    ({"is_train": False, "seed": None, "env_num": 128}, TypeError, "seed must be a non-negative integer"),
+    ({"seed": -1}, ValueError, "seed must be a non-negative integer"),
+    ({"is_train": "False"}, TypeError, "is_train must be True or False"),
+    ({"is_train": 0}, TypeError, "is_train must be True or False"),
+    ({"env_kwargs": [("max_steps", 15)]}, TypeError, "env_kwargs must be a mapping"),
+    ({"env_num": 2.0}, TypeError, "env_num must be a positive integer"),
+    ({"group_n": True}, TypeError, "group_n must be a positive integer"),
+    ({"mode": ["rgb_array"]}, ValueError, "mode must be one of"),
+    ({"resources_per_worker": 0.1}, TypeError, "resources_per_worker must be a mapping"),
+    ({"resources_per_worker": {"num_cpus": -1}}, ValueError, "resources_per_worker num_cpus"),
+    ({"resources_per_worker": {"num_cpus": "0.1"}}, ValueError, "resources_per_worker num_cpus"),
+    ({"resources_per_worker": {"num_cpus": 0.1, "cpus": 1}}, ValueError, "resources_per_worker cpus"),
+    ({"envs_per_actor": 0}, ValueError, "envs_per_actor must be a positive integer"),
+    ({"max_restarts": "3"}, TypeError, "max_restarts must be a non-negative integer"),
+    ({"sampler_state": "{}"}, TypeError, "sampler_state must be a dict"),
+    ({"episode_log": 5}, TypeError, "episode_log must be a path"),
+])
+def test_bad_input__every_argument_is_checked_before_a_worker_starts_naming_it(options, error, named):
+    with pytest.raises(error, match=named):
+        build_sokoban_envs(**{"env_kwargs": ENV_KWARGS, "backend": "ray", **options})
+    # refused before Ray was started, let alone a worker
+    assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()
+
+
+def test_bad_input__an_episode_log_that_cannot_take_records_is_refused_at_build(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for log, named in [(tmp_path, "is a directory"), (tmp_path / "missing" / "log.jsonl", "does not exist"),
+                       (fifo, "not a regular file"), ("", "must name a file")]:
+        with pytest.raises(ValueError, match=named) as refused:
+            local(episode_log=log)
+        assert "episode_log" in str(refused.value)
+    assert not (tmp_path / "missing").exists()
+
+
+def test_bad_input__a_log_replaced_by_a_fifo_after_build_is_refused_without_hanging(tmp_path):
+    log = tmp_path / "episodes.jsonl"
+    envs = local(env_num=2, episode_log=log)
+    envs.reset()
+    os.mkfifo(log)  # no reader: a blocking open would wait forever
+    with pytest.raises(OSError, match=f"episode log {log}"):
+        envs.reset()  # ends and records the open episodes
 
 
 @pytest.mark.parametrize(("actions", "message"), [

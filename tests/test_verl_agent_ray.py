@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pickle
+import random
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ from sokoban_tools.runtime.env import FairSokobanEnv, render
 from sokoban_tools.runtime.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.runtime.tasks import load_validation, load_training
-from sokoban_tools.runtime.verl_agent import WorkerError, build_sokoban_envs
+from sokoban_tools.runtime.verl_agent import WorkersLost, build_sokoban_envs
 from traces import boards_of, calls_of, load_traces, mismatches
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
@@ -69,8 +70,9 @@ def rows():
     return training, load_validation(REPO / "fairness/evaluation.jsonl")
 
 
-def test_ray__workers_are_ray_actors_one_environment_each(ray, training):
-    assert len(training.workers.actors) == training.num_processes == 4
+def test_ray__the_environments_are_packed_into_ray_actors_one_call_each(ray, training):
+    assert training.num_processes == 4 and training.workers.places == [(0, slot) for slot in range(4)]
+    assert len(training.workers.actors) == 1  # the default packs up to 32 environments an actor
     assert all(isinstance(actor, ray.actor.ActorHandle) for actor in training.workers.actors)
 
 
@@ -86,7 +88,8 @@ def test_ray__reset_step_and_render_return_verl_agents_shapes_and_types(training
     assert all(type(r) is float for r in rewards) and all(type(d) is bool for d in dones)
     assert all(set(i) == {"action_is_effective", "won"} and all(type(v) is bool for v in i.values()) for i in infos)
     assert infos[2] == {"action_is_effective": False, "won": False} and rewards[2] == -0.1
-    grids = training.render(mode="tiny_rgb_array")
+    grids = training.render(mode="tiny_rgb_array")  # kept from the step's results: the actors' own renders
+    assert grids == training.workers.render("tiny_rgb_array", [0, 1, 2, 3])
     assert len(grids) == 4 and all(isinstance(g, str) and g.count("\n") == 5 for g in grids)
     lists = training.render(mode="list")
     assert all(isinstance(rows, list) and len(rows) == 6 and all(isinstance(r, str) for r in rows) for rows in lists)
@@ -184,9 +187,10 @@ def test_ray__bad_actions_are_refused_with_the_worker_index(training):
 def test_ray__a_worker_keeps_only_the_board(ray, training, rows):
     by_id, _ = rows
     training.reset()
-    held = ray.get([actor.__ray_call__.remote(lambda env: vars(env)) for actor in training.workers.actors])
-    for state, task_id in zip(held, training.task_ids):
+    [envs] = ray.get([actor.__ray_call__.remote(lambda held: held.envs) for actor in training.workers.actors])
+    for env, task_id in zip(envs, training.task_ids):
         row = by_id[task_id]
+        state = vars(env)
         assert set(state) == {"mode", "max_steps", "_board", "_steps"}
         assert type(state["_board"]) is Board and state["_board"] == row.board
         assert [f for f in vars(state["_board"])] == ["room_fixed", "player", "box"]
@@ -217,50 +221,200 @@ def test_ray__closing_and_restarting_workers_leaves_the_training_draws_unchanged
     assert got == expected
 
 
-def test_ray__a_dead_actor_is_reported_with_its_index(ray):
-    envs = build(3, 2, 1)
+def plain(value):
+    """An observation, render or list of them in a form ``==`` compares exactly."""
+    if isinstance(value, np.ndarray):
+        return value.shape, str(value.dtype), value.tobytes()
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    return value
+
+
+def play(envs, turns, policy, fault=None):
+    """``turns`` steps of random actions after a reset, every environment stepped every turn as
+    verl-agent's loop does; ``fault(turn)`` runs before each step. Everything returned, in order."""
+    seen = [plain(envs.reset())]
+    for turn in range(turns):
+        if fault:
+            fault(turn)
+        seen.append(plain(envs.step([policy.randrange(5) for _ in range(envs.num_processes)])))
+        seen.append(envs.render(mode="tiny_rgb_array"))  # what verl-agent's manager renders each turn
+    seen.append(plain(envs.render(mode="list")))
+    return seen
+
+
+def session(modes, envs_per_actor, fault=None):
+    """For each of ``modes``, training (2 boards x 2) and validation (4 boards a chunk), all
+    sharing one set of workers: a training update, two validation chunks, another update.
+    Outputs, records and the number of actors."""
+    policy = random.Random(7)
+    phases = [(build(41, 2, 2, mode=mode, envs_per_actor=envs_per_actor),
+               build(1041, 4, 1, mode=mode, is_train=False, envs_per_actor=envs_per_actor)) for mode in modes]
+    seen = []
     try:
-        envs.reset()
-        ray.kill(envs.workers.actors[1])
-        with pytest.raises(WorkerError, match="worker 1 .*died"):
-            envs.step([1, 1])
+        for training, validation in phases:
+            assert training.workers is validation.workers  # one set of live workers for both phases
+            seen += play(training, 16, policy, fault and fault(training))
+            seen += play(validation, 16, policy) + play(validation, 6, policy)
+            seen += play(training, 9, policy)
+        actors = len(training.workers.actors)
+    finally:
+        training.close()  # releases the workers every phase shares
+    return seen, [record for both in phases for envs in both for record in envs.take_episodes()], actors
+
+
+def test_ray__packed_and_one_per_actor_give_identical_results_and_records_in_all_four_modes(ray):
+    modes = ["rgb_array", "tiny_rgb_array", "list", "state"]
+    one, one_records, one_actors = session(modes, envs_per_actor=1)
+    packed, packed_records, packed_actors = session(modes, envs_per_actor=None)
+    assert (one_actors, packed_actors) == (4, 1)
+    assert packed == one and packed_records == one_records
+    assert [r.phase for r in one_records] == (["training"] * 8 + ["validation"] * 8) * 4
+
+
+def test_ray__training_and_validation_never_hold_separate_live_workers(ray):
+    training = build(43, 2, 2)
+    validation = build(1043, 4, 1, is_train=False)
+    try:
+        actors = list(training.workers.actors)
+        training.reset()
+        training.step([1, 1, 1, 1])
+        validation.reset()  # takes the shared workers: training's open episodes end here
+        assert validation.workers.actors == actors
+        assert [r.phase for r in training.take_episodes()] == ["training"] * 4
+        with pytest.raises(RuntimeError, match="call reset\\(\\) first"):
+            training.step([1, 1, 1, 1])
+        training.reset()
+        with pytest.raises(RuntimeError, match="call reset\\(\\) first"):
+            validation.render()
+        assert len(actors) == 1 and cpus_in_use(ray, 0.4) == pytest.approx(0.4)  # 4 environments x 0.1
+    finally:
+        training.close()
+        validation.close()
+
+
+def cpus_in_use(ray, expected, timeout=30):
+    """The CPUs Ray has granted, once they settle at ``expected`` (or after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        used = CPUS - ray.available_resources().get("CPU", 0)
+        if abs(used - expected) < 1e-6 or time.monotonic() > deadline:
+            return used
+        time.sleep(0.2)
+
+
+def killer(ray, at_turn, actor_index):
+    """A fault for :func:`play`: kill one actor (Ray may restart it) before step ``at_turn``."""
+    def fault_of(envs):
+        def fault(turn):
+            if turn == at_turn:
+                ray.kill(envs.workers.actors[actor_index], no_restart=False)
+        return fault
+    return fault_of
+
+
+def test_ray__an_actor_killed_mid_training_episode_is_restored_step_exact(ray):
+    clean, clean_records, _ = session(["rgb_array"], envs_per_actor=2)
+    turn = random.Random().randrange(1, 16)
+    faulty, faulty_records, _ = session(["rgb_array"], envs_per_actor=2, fault=killer(ray, turn, 1))
+    assert faulty == clean and faulty_records == clean_records, f"killed before step {turn}"
+
+
+def validation_pass(envs_per_actor, kill=None):
+    """One validation pass of 16 environments a chunk (16 chunks), 8 turns of random actions
+    each; ``kill`` is (chunk, turn, actor index). Outputs and the pass's records."""
+    policy = random.Random(11)
+    envs = build(1047, 16, 1, mode="tiny_rgb_array", is_train=False, envs_per_actor=envs_per_actor)
+    try:
+        seen = []
+        for chunk in range(envs.begin_pass(update=4)):
+            fault = killer(ray_module(), kill[1], kill[2])(envs) if kill and kill[0] == chunk else None
+            seen += play(envs, 8, policy, fault)
+        return seen, envs.end_pass()
     finally:
         envs.close()
 
 
-def test_ray__every_trace_episode_replays_in_an_actor_of_the_drop_in(ray):
-    traces = load_traces()
-    workers = {mode: build(0, 1, 1, mode=mode) for mode in ("rgb_array", "tiny_rgb_array")}
-    found = []
+def ray_module():
+    import ray
+    return ray
+
+
+def test_ray__an_actor_killed_mid_validation_pass_is_restored_and_the_pass_completes(ray):
+    clean, clean_records = validation_pass(envs_per_actor=6)  # 3 actors: 6, 6 and 4 environments
+    rng = random.Random()
+    kill = (rng.randrange(16), rng.randrange(8), rng.randrange(3))
+    faulty, faulty_records = validation_pass(envs_per_actor=6, kill=kill)
+    assert len(clean_records) == 256
+    assert faulty == clean and faulty_records == clean_records, f"killed at (chunk, turn, actor) {kill}"
+
+
+def test_ray__a_restart_limit_reached_fails_naming_the_environments_and_boards_lost(ray):
+    envs = build(3, 2, 2, envs_per_actor=2, max_restarts=1)
     try:
-        futures = [
-            # the episode's calls run inside the actor, on the environment it holds
-            workers[trace["mode"]].workers.actors[0].__ray_call__.remote(
-                lambda env, calls: [env.num_env_steps if method == "num_env_steps" else getattr(env, method)(*args)
-                                    for method, *args in calls],
-                calls_of(trace, board))
-            for trace, board in zip(traces, boards_of(traces))
-        ]
-        for trace, results in zip(traces, ray.get(futures)):
-            found += mismatches(trace, results)
+        envs.reset()
+        lost = envs.task_ids[2:]
+        for _ in range(2):  # one restart allowed, two deaths
+            ray.kill(envs.workers.actors[1], no_restart=False)
+            time.sleep(0.5)
+        with pytest.raises(WorkersLost) as failed:
+            envs.step([1, 1, 1, 1])
+        message = str(failed.value)
+        assert "environments [2, 3] are lost" in message and "max_restarts=1" in message
+        assert f"2: {lost[0]}" in message and f"3: {lost[1]}" in message
     finally:
-        for envs in workers.values():
-            envs.close()
+        envs.close()
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"resources_per_worker": {"num_gpus": 1}}, "exceeds every node"),
+    ({"resources_per_worker": {"num_cpus": 3}}, "exceeds every node"),
+    ({"resources_per_worker": {"num_cpus": 0.1}, "envs_per_actor": 30}, "envs_per_actor=30"),
+    ({"resources_per_worker": {"num_cpus": 0.5}, "env_num": 8}, "need CPU 4"),
+])
+def test_ray__an_unsatisfiable_resource_request_fails_at_build(ray, options, named):
+    with pytest.raises(ValueError, match=named):
+        build_sokoban_envs(**{"seed": 1, "env_num": 2, "env_kwargs": ENV_KWARGS, **options})
+
+
+def test_ray__every_trace_episode_replays_in_an_actor_of_the_drop_in(ray, training):
+    traces = load_traces()
+    training.reset()  # workers started again if another test released them
+    [actor] = training.workers.actors
+
+    def replay_in_a_slice(held, calls, mode):
+        """A trace's calls on environment 0 of the actor's slice, through the slice's own methods."""
+        results = []
+        for method, *args in calls:
+            if method == "reset":
+                results += held.reset([0], args, mode, 15)
+            elif method == "step":
+                results += held.step([0], args)
+            elif method == "render":
+                results += held.render([0], *args)
+            else:
+                results.append(held.envs[0].num_env_steps)
+        return results
+
+    # the episode's calls run inside the actor, on the slice of environments it holds
+    futures = [actor.__ray_call__.remote(replay_in_a_slice, calls_of(trace, board), trace["mode"])
+               for trace, board in zip(traces, boards_of(traces))]
+    found = []
+    for trace, results in zip(traces, ray.get(futures)):
+        found += mismatches(trace, results)
     assert len(traces) == 1200 and not found, "\n".join(found[:20])
 
 
 def test_ray__close_leaves_no_actor(ray, training, validation):
-    actors = training.workers.actors + validation.workers.actors
+    training.reset()
+    actors = training.workers.actors
     training.close()
     validation.close()
     assert training.workers is None and validation.workers is None
     for actor in actors:
         with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(actor.render.remote("state"))
-    deadline = time.monotonic() + 30
-    while ray.available_resources().get("CPU", 0) < CPUS and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert ray.available_resources().get("CPU", 0) == CPUS  # every actor's CPU share returned
+            ray.get(actor.ping.remote())
+    assert cpus_in_use(ray, 0) == 0  # every actor's CPU share returned
 
 
 def test_example__the_cards_runtime_example_runs_on_ray_and_logs_every_episode(tmp_path):

@@ -33,6 +33,7 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -111,8 +112,14 @@ def append_episodes(path: Path | str, records: Iterable[EpisodeRecord]) -> int:
     lines = "".join(record.to_line() + "\n" for record in records)
     if not lines:
         return 0
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:  # non-blocking: opening a FIFO for writing would wait for a reader forever
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
+    except OSError as err:
+        raise OSError(err.errno, f"the episode log {path} cannot be opened for appending: {err.strerror}") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"the episode log {path} is not a regular file (a FIFO, socket or device); "
+                             f"give a file")
         os.write(fd, lines.encode("utf-8"))
         os.fsync(fd)
     finally:

@@ -7,182 +7,58 @@ here takes the same arguments (plus keyword-only fairness options) and returns a
 object with the same surface: ``mode``, ``reset() -> (obs_list, info_list)``,
 ``step(actions) -> (obs_list, reward_list, done_list, info_list)``,
 ``render(mode='rgb_array', env_idx=None)`` and ``close()``, all lists of length
-``env_num * group_n`` in worker order. Each worker is a Ray actor running one
+``env_num * group_n`` in environment order. Each environment is a
 :class:`sokoban_tools.runtime.env.FairSokobanEnv`, which behaves step for step like the
-original environment.
+original; where they run is :mod:`sokoban_tools.runtime.workers` (Ray actors holding
+several environments each, shared by the training and validation environments of a
+process, restored step-exact when lost).
 
 What differs is where boards come from, decided in the driver process, never in a
 worker (a worker receives a :class:`Board` and nothing else: no seed, solution or
-length):
+length), by :mod:`sokoban_tools.runtime.schedule`:
 
 * training (``is_train=True``): each ``reset()`` is one update's draw of
   :class:`sokoban_tools.runtime.sampler.TrainingSampler`: ``env_num`` distinct boards of
   ``fairness/train.jsonl``, without replacement, from a private RNG seeded with
-  ``seed``, each played by ``group_n`` adjacent workers. The sampler lives in
-  the driver, so releasing the actors (``close()``) and resetting again, or
+  ``seed``, each played by ``group_n`` adjacent environments. The sampler lives in
+  the driver, so releasing the workers (``close()``) and resetting again, or
   rebuilding from :meth:`FairSokobanEnvs.sampler_state`, continues the same draws;
 * validation (``is_train=False``): the 256 boards of ``fairness/evaluation.jsonl``
-  in stored order, ``env_num`` per ``reset()`` (two chunks with 128 workers).
-  ``num_chunks`` resets make one pass; :meth:`FairSokobanEnvs.begin_pass` and
-  :meth:`FairSokobanEnvs.end_pass` bracket it, and ``end_pass`` refuses an
-  incomplete pass. Validation uses no RNG and never touches a training sampler.
+  in stored order, ``env_num`` per ``reset()`` (two chunks with 128 environments).
+  ``num_chunks`` resets make one pass, bracketed by :meth:`FairSokobanEnvs.begin_pass`
+  and :meth:`FairSokobanEnvs.end_pass`: a reset past the last chunk is refused,
+  ``end_pass`` refuses an incomplete pass, and every pass after the first needs
+  ``begin_pass``. Validation uses no RNG and never touches a training sampler.
 
 Every episode's outcome is kept as an :class:`sokoban_tools.runtime.episodes.EpisodeRecord`
 (:meth:`FairSokobanEnvs.take_episodes`, and appended to ``episode_log`` if given).
 An episode ends at its first ``done`` (later steps are ignored, as the trainer
 masks them) or, if it never reports ``done``, at the next ``reset()``,
-``end_pass()`` or ``close()``.
+``end_pass()`` or ``close()``, or when the other phase's ``reset()`` takes the workers.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping, Sequence
 
 from ..layout import TRAIN_DATA, VALIDATION_DATA
-from ..protocol import DIM_ROOM, NUM_BOXES, SEARCH_DEPTH
 from ..rows import BoardRow
 from .boards import load_boards
-from .env import ACTION_CHOICES, DEFAULT_MAX_STEPS, MODES, NO_ACTION, FairSokobanEnv, is_action
+from .config import FAIRNESS_SETTINGS, DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config  # noqa: F401
+from .env import ACTION_CHOICES, MODES, NO_ACTION, is_action
 from .episodes import EpisodeRecord, append_episodes
-from .sampler import TrainingSampler, validation_chunks
+from .recovery import WorkerError, WorkersLost  # noqa: F401 - raised through FairSokobanEnvs
+from .schedule import TrainingSchedule, ValidationSchedule
+from . import workers as worker_pool
 
 DEFAULT_RESOURCES = MappingProxyType({"num_cpus": 0.1})
-FAIRNESS_SETTINGS = (
-    f"env.sokoban.dim_room=[{DIM_ROOM[0]},{DIM_ROOM[1]}], "
-    f"env.sokoban.num_boxes={NUM_BOXES}, env.sokoban.search_depth={SEARCH_DEPTH}"
-)
-ENV_KWARGS = ("dim_room", "num_boxes", "max_steps", "search_depth")
 
-
-class WorkerError(RuntimeError):
-    """A worker that died or failed, named by its index."""
-
-
-# ---------------------------------------------------------------------------
-# Workers: Ray actors, or in-process environments with the same interface
-# ---------------------------------------------------------------------------
-
-class RayWorkers:
-    """``count`` Ray actors, each one :class:`FairSokobanEnv` (as verl-agent's ``SokobanWorker``)."""
-
-    def __init__(self, count: int, mode: str, max_steps: int, resources: Mapping):
-        import ray
-
-        self._ray = ray
-        if not ray.is_initialized():
-            ray.init()
-        actor_class = ray.remote(**dict(resources))(FairSokobanEnv)
-        self.actors = [actor_class.remote(mode, max_steps) for _ in range(count)]
-
-    def call(self, method: str, arguments: Sequence[tuple]) -> list:
-        """``method(*arguments[i])`` on worker ``i`` for every ``i``, in parallel; results in order."""
-        futures = [getattr(actor, method).remote(*args) for actor, args in zip(self.actors, arguments)]
-        try:
-            return self._ray.get(futures)  # one round trip for all: a third less per turn than one each
-        except (self._ray.exceptions.RayActorError, self._ray.exceptions.RayTaskError):
-            return [self._get(index, method, future) for index, future in enumerate(futures)]  # names the worker
-
-    def call_one(self, index: int, method: str, *args):
-        """``method(*args)`` on worker ``index`` alone."""
-        return self._get(index, method, getattr(self.actors[index], method).remote(*args))
-
-    def _get(self, index: int, method: str, future):
-        try:
-            return self._ray.get(future)
-        except self._ray.exceptions.RayActorError as err:
-            raise WorkerError(f"worker {index} (a Ray actor) died: {err}. close() and reset() start new "
-                              f"workers; the driver's sampler carries on") from None
-        except self._ray.exceptions.RayTaskError as err:
-            raise WorkerError(f"worker {index} failed in {method}: {err.cause!r}") from err.cause
-
-    def close(self, timeout: float = 60.0) -> None:
-        """Kill every actor and return once each is gone: a kill is asynchronous, and a
-        trainer that builds validation workers next must get the CPUs back."""
-        for actor in self.actors:
-            self._ray.kill(actor)
-        deadline = time.monotonic() + timeout
-        for index, actor in enumerate(self.actors):
-            while not self._is_gone(actor):
-                if time.monotonic() > deadline:
-                    raise WorkerError(f"worker {index} (a Ray actor) was killed but still answers after "
-                                      f"{timeout:.0f} s")
-                time.sleep(0.05)
-        self.actors = []
-
-    def _is_gone(self, actor) -> bool:
-        try:
-            self._ray.get(actor.render.remote("state"), timeout=5)
-        except self._ray.exceptions.RayActorError:
-            return True
-        except (self._ray.exceptions.RayTaskError, self._ray.exceptions.GetTimeoutError):
-            pass  # alive (no episode to render yet) or busy
-        return False
-
-
-class LocalWorkers:
-    """The same interface with the environments in this process: for debugging, and for
-    exercising the driver at full size (128 workers) without 128 processes."""
-
-    def __init__(self, count: int, mode: str, max_steps: int, resources: Mapping = DEFAULT_RESOURCES):
-        self.envs = [FairSokobanEnv(mode, max_steps) for _ in range(count)]
-
-    def call(self, method: str, arguments: Sequence[tuple]) -> list:
-        return [self.call_one(index, method, *args) for index, args in enumerate(arguments)]
-
-    def call_one(self, index: int, method: str, *args):
-        try:
-            return getattr(self.envs[index], method)(*args)
-        except Exception as err:
-            raise WorkerError(f"worker {index} failed in {method}: {err!r}") from err
-
-    def close(self) -> None:
-        self.envs = []
-
-
-BACKENDS = {"ray": RayWorkers, "local": LocalWorkers}
-
-
-# ---------------------------------------------------------------------------
-# Boards and settings
-# ---------------------------------------------------------------------------
-
-def check_env_kwargs(env_kwargs: Mapping | None) -> int:
-    """Refuse settings other than the stored boards'; return ``max_steps`` (default 15)."""
-    env_kwargs = dict(env_kwargs or {})
-    unknown = sorted(set(env_kwargs) - set(ENV_KWARGS))
-    if unknown:
-        raise ValueError(f"env_kwargs has unknown keys {unknown}; expected some of {list(ENV_KWARGS)}")
-    wanted = {"dim_room": DIM_ROOM, "num_boxes": NUM_BOXES, "search_depth": SEARCH_DEPTH}
-    for key, value in wanted.items():
-        given = env_kwargs.get(key, value)
-        # dim_room comes as a list, a tuple or the trainer config's list type
-        comparable = tuple(given) if key == "dim_room" and not isinstance(given, (str, bytes, int)) else given
-        if comparable != value:
-            raise ValueError(f"env_kwargs {key}={given!r} is not a setting of the stored boards: the fairness "
-                             f"boards need {FAIRNESS_SETTINGS} (set them in the trainer's config)")
-    max_steps = env_kwargs.get("max_steps", DEFAULT_MAX_STEPS)
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"env_kwargs max_steps must be a positive integer (env.max_steps), got {max_steps!r}")
-    return max_steps
-
-
-def _positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
-# ---------------------------------------------------------------------------
-# Episode outcomes
-# ---------------------------------------------------------------------------
 
 @dataclass
 class _Episode:
-    """What the driver knows of one worker's current episode."""
+    """What the driver knows of one environment's current episode."""
 
     position: int  # the board's position in its file
     task_id: str
@@ -196,44 +72,28 @@ class _Episode:
 class FairSokobanEnvs:
     """The object :func:`build_sokoban_envs` returns; see the module docstring."""
 
-    def __init__(self, rows: list[BoardRow], file_sha256: str, *, seed: int, env_num: int, group_n: int,
-                 mode: str, is_train: bool, max_steps: int, resources: Mapping, backend: str,
-                 method: str, run: str, episode_log: Path | str | None, sampler_state: dict | None):
-        self.mode = mode
-        self.is_train = is_train
-        self.env_num, self.group_n = env_num, group_n
-        self.num_processes = env_num * group_n
+    def __init__(self, rows: list[BoardRow], file_sha256: str, config: RuntimeConfig):
+        self.config = config
+        self.mode = config.mode
+        self.is_train = config.is_train
+        self.env_num, self.group_n = config.env_num, config.group_n
+        self.num_processes = config.num_envs
         self._rows = rows
-        self._boards = [row.board for row in rows]
         self._sha256 = file_sha256
-        self._method, self._run = method, run
-        self._episode_log = episode_log
-        self._max_steps, self._resources, self._backend = max_steps, resources, backend
         ids = [row.task_id for row in rows]
-        if is_train:
-            if sampler_state is None:
-                self._sampler = TrainingSampler(ids, env_num, group_n, seed)
-            else:
-                self._sampler = TrainingSampler.from_state_dict(ids, sampler_state)
-                if (self._sampler.batch_size, self._sampler.rollout_n) != (env_num, group_n):
-                    raise ValueError(
-                        f"sampler_state draws {self._sampler.batch_size} boards x {self._sampler.rollout_n} "
-                        f"copies, but env_num={env_num} and group_n={group_n}")
+        if config.is_train:
+            self._schedule = TrainingSchedule(ids, config.env_num, config.group_n, config.seed, config.sampler_state)
         else:
-            if sampler_state is not None:
-                raise ValueError("sampler_state is for training environments; validation uses no sampler")
-            if group_n != 1:
-                raise ValueError(f"validation plays each board once: group_n must be 1, got {group_n}")
-            if len(rows) % env_num:
-                raise ValueError(
-                    f"validation env_num={env_num} does not divide the {len(rows)} validation boards, so "
-                    f"some workers would have no board; use a divisor such as data.val_batch_size=128")
-            self._chunks = validation_chunks(ids, env_num)
-            self._chunks_played = 0
-            self.passes_completed = 0
-            self.validation_update = 0
-            self._pass_records: list[tuple[int, EpisodeRecord]] = []
-        self.workers: RayWorkers | LocalWorkers | None = None  # None while released by close()
+            self._schedule = ValidationSchedule(ids, config.env_num)
+        self._envs_per_actor = config.envs_per_actor or worker_pool.DEFAULT_ENVS_PER_ACTOR
+        if config.backend == "ray":
+            self._envs_per_actor = worker_pool.ray_actor_size(config.resources, config.envs_per_actor,
+                                                              self.num_processes)
+        self._workers: worker_pool.Workers | None = None
+        # verl-agent's manager renders every environment as text after each reset and step of
+        # an image mode: the workers return those renders with the results, saving a round trip
+        self._text_mode = "tiny_rgb_array" if config.mode == "rgb_array" else None
+        self._texts: list | None = None  # the text renders of the current positions
         self._episodes: list[_Episode] = []
         self._finished: list[EpisodeRecord] = []
         self._start_workers()
@@ -241,30 +101,23 @@ class FairSokobanEnvs:
     # --- verl-agent's interface -------------------------------------------------------------
 
     def reset(self):
-        """Start the next episode on every worker: the next training update's draw, or the
+        """Start the next episode on every environment: the next training update's draw, or the
         next validation chunk. Returns ``(obs_list, info_list)``."""
         self._end_episodes()
-        if self.workers is None:
-            self._start_workers()
-        if self.is_train:
-            batch = self._sampler.next_batch()
-            positions, update = [int(i) for i in batch.task_indices], batch.update
-        else:
-            if self._chunks_played == self.num_chunks:
-                self.end_pass()
-            chunk = self._chunks[self._chunks_played]
-            positions, update = [int(i) for i in chunk.task_indices], self.validation_update
-            self._chunks_played += 1
+        self._start_workers()
+        positions, update = self._schedule.next_reset()
+        worker_pool.lease(self._workers, self)
         self._episodes = [_Episode(p, self._rows[p].task_id, update) for p in positions]
-        results = self.workers.call("reset", [(self._boards[p],) for p in positions])
+        results = self._with_texts(self._workers.reset(
+            [self._rows[p].board for p in positions], [self._rows[p].task_id for p in positions], self.mode,
+            self.config.max_steps, self._text_mode))
         return [obs for obs, _ in results], [info for _, info in results]
 
     def step(self, actions):
-        """One action per worker (0-4); returns ``(obs_list, reward_list, done_list, info_list)``."""
+        """One action per environment (0-4); returns ``(obs_list, reward_list, done_list, info_list)``."""
         actions = self._checked_actions(actions)
-        if not self._episodes:
-            raise RuntimeError("no episodes yet: call reset() first")
-        results = self.workers.call("step", [(action,) for action in actions])
+        self._require_episodes()
+        results = self._with_texts(self._workers.step(actions, self._text_mode))
         finished = []
         for episode, action, (_, reward, done, info) in zip(self._episodes, actions, results):
             if episode.ended:
@@ -279,89 +132,126 @@ class FairSokobanEnvs:
         return obs, rewards, dones, infos
 
     def render(self, mode: str = "rgb_array", env_idx: int | None = None):
-        """Every worker's current position in ``mode`` (a list), or worker ``env_idx``'s alone."""
+        """Every environment's current position in ``mode`` (a list), or environment ``env_idx``'s alone."""
         if mode not in MODES:
             raise ValueError(f"render mode must be one of {', '.join(MODES)}; got {mode!r}")
-        if self.workers is None or not self._episodes:
-            raise RuntimeError("nothing to render: call reset() first")
+        self._require_episodes("render")
+        if mode == self._text_mode and self._texts is not None:
+            return list(self._texts) if env_idx is None else self._texts[self._checked_index(env_idx)]
         if env_idx is None:
-            return self.workers.call("render", [(mode,)] * self.num_processes)
-        if isinstance(env_idx, bool) or not isinstance(env_idx, int) or not 0 <= env_idx < self.num_processes:
-            raise ValueError(f"env_idx must be a worker index 0-{self.num_processes - 1}, got {env_idx!r}")
-        return self.workers.call_one(env_idx, "render", mode)
+            return self._workers.render(mode, list(range(self.num_processes)))
+        return self._workers.render(mode, [self._checked_index(env_idx)])[0]
 
     def close(self) -> None:
-        """Record the open episodes and release every worker. The driver's state (the training
-        sampler, the validation position) stays, so a later ``reset()`` starts new workers and
-        carries on exactly where a run without the release would be."""
+        """Record the open episodes and release the workers, which this process's training and
+        validation environments share (the other's open episodes end too). The driver's state
+        (the training sampler, the validation position) stays, so a later ``reset()`` starts
+        new workers and carries on exactly where a run without the release would be."""
         self._end_episodes()
         self._episodes = []
-        if self.workers is not None:
-            self.workers.close()
-            self.workers = None
+        if self._workers is not None and worker_pool.is_live(self._workers):
+            worker_pool.release(self._workers)
+        self._workers = None
 
     # --- fairness -----------------------------------------------------------------------------
 
     @property
+    def workers(self) -> worker_pool.Workers | None:
+        """The live workers this object uses (shared with the other phase), ``None`` once released."""
+        return self._workers if self._workers is not None and worker_pool.is_live(self._workers) else None
+
+    @property
     def task_ids(self) -> list[str]:
-        """The board each worker plays in the current episode (driver-side; workers never see it)."""
+        """The board each environment plays in the current episode (driver-side; workers never see it)."""
         return [episode.task_id for episode in self._episodes]
 
     def sampler_state(self) -> dict:
         """The training sampler's state (JSON-serialisable): pass it as ``sampler_state`` to
         :func:`build_sokoban_envs` to continue the same draws, e.g. after resuming a checkpoint."""
-        if not self.is_train:
-            raise ValueError("validation environments have no sampler")
-        return self._sampler.state_dict()
+        return self._training("sampler_state").sampler.state_dict()
 
     @property
     def num_chunks(self) -> int:
         """Resets per validation pass: the validation boards divided by ``env_num``."""
-        if self.is_train:
-            raise ValueError("num_chunks is a validation property; training resets draw from the sampler")
-        return len(self._chunks)
+        return self._validation("num_chunks").num_chunks
 
     @property
     def chunks_played(self) -> int:
         """Validation chunks started in the current pass (``num_chunks`` when it is fully played)."""
-        self.num_chunks  # refuses training environments
-        return self._chunks_played
+        return self._validation("chunks_played").chunks_played
+
+    @property
+    def passes_completed(self) -> int:
+        return self._validation("passes_completed").passes_completed
+
+    @property
+    def validation_update(self) -> int:
+        """The training update the current validation pass is labelled with."""
+        return self._validation("validation_update").update
 
     def begin_pass(self, update: int = 0) -> int:
         """Start a validation pass, labelling its episode records with the training ``update``
-        at which it runs (0 before training); returns ``num_chunks``, the resets it takes."""
-        if self.chunks_played not in (0, self.num_chunks):
-            raise RuntimeError(f"the current validation pass stopped after chunk {self._chunks_played} of "
-                               f"{self.num_chunks}; finish it (reset() and play) before beginning another")
-        if self._chunks_played:
-            self.end_pass()
+        at which it runs (0 before training); returns ``num_chunks``, the resets it takes. A
+        fully played pass not yet ended is ended first (its records stay in the log and in
+        :meth:`take_episodes`)."""
+        schedule = self._validation("begin_pass")
         if isinstance(update, bool) or not isinstance(update, int) or update < 0:
             raise ValueError(f"update must be a non-negative integer, got {update!r}")
-        self.validation_update = update
-        return self.num_chunks
+        if schedule.chunks_played and schedule.chunks_played == schedule.num_chunks:
+            self.end_pass()
+        return schedule.begin_pass(update)
 
     def end_pass(self) -> list[EpisodeRecord]:
         """End a fully played validation pass: record its open episodes and return its
         records, one per validation board, in stored order."""
-        if self.chunks_played != self.num_chunks:
-            raise RuntimeError(
-                f"validation pass incomplete: {self._chunks_played} of {self.num_chunks} chunks played; "
-                f"the validation loop must reset and play num_chunks={self.num_chunks} times per pass")
+        schedule = self._validation("end_pass")
+        schedule.require_complete()
         self._end_episodes()
-        records = [record for _, record in sorted(self._pass_records, key=lambda item: item[0])]
-        self._pass_records, self._chunks_played = [], 0
-        self.passes_completed += 1
-        return records
+        return schedule.end_pass()
 
     def take_episodes(self) -> list[EpisodeRecord]:
         """The episode records finished since the last call (and forget them)."""
         taken, self._finished = self._finished, []
         return taken
 
+    def workers_taken(self) -> None:
+        """Called when the other phase's ``reset()`` takes the shared workers: this phase's open
+        episodes end here, as at ``close()``."""
+        self._end_episodes()
+
     # --- internals ----------------------------------------------------------------------------
 
+    def _training(self, name: str) -> TrainingSchedule:
+        if not self.is_train:
+            raise ValueError(f"{name} is for training environments; validation uses no sampler")
+        return self._schedule
+
+    def _validation(self, name: str) -> ValidationSchedule:
+        if self.is_train:
+            raise ValueError(f"{name} is a validation property; training resets draw from the sampler")
+        return self._schedule
+
     def _start_workers(self) -> None:
-        self.workers = BACKENDS[self._backend](self.num_processes, self.mode, self._max_steps, self._resources)
+        config = self.config
+        self._workers = worker_pool.workers_for(config.backend, config.resources, self._envs_per_actor,
+                                                config.max_restarts, self.num_processes)
+
+    def _require_episodes(self, what: str = "step") -> None:
+        if not self._episodes or self.workers is None or self._workers.holder is not self:
+            raise RuntimeError(f"nothing to {what}: call reset() first (a close(), or the other phase's "
+                               f"reset(), which takes the shared workers, ends this phase's episodes)")
+
+    def _with_texts(self, results: list) -> list:
+        """``results`` without the text renders the workers paired them with, which are kept."""
+        if self._text_mode is None:
+            return results
+        self._texts = [text for _, text in results]
+        return [result for result, _ in results]
+
+    def _checked_index(self, env_idx) -> int:
+        if isinstance(env_idx, bool) or not isinstance(env_idx, int) or not 0 <= env_idx < self.num_processes:
+            raise ValueError(f"env_idx must be a worker index 0-{self.num_processes - 1}, got {env_idx!r}")
+        return env_idx
 
     def _checked_actions(self, actions) -> list[int]:
         actions = list(actions)
@@ -377,21 +267,20 @@ class FairSokobanEnvs:
         self._record([episode for episode in self._episodes if not episode.ended])
 
     def _record(self, episodes: list[_Episode]) -> None:
-        phase = "training" if self.is_train else "validation"
         records = []
         for episode in episodes:
             episode.ended = True
             record = EpisodeRecord(
-                method=self._method, run=self._run, phase=phase, update=episode.update,
+                method=self.config.method, run=self.config.run, phase=self.config.phase, update=episode.update,
                 task_id=episode.task_id, won=episode.won, actions=episode.actions,
                 episode_return=episode.total, evaluation_sha256=None if self.is_train else self._sha256,
             )
             records.append(record)
             if not self.is_train:
-                self._pass_records.append((episode.position, record))
+                self._schedule.record(episode.position, record)
         self._finished += records
-        if self._episode_log is not None and records:
-            append_episodes(self._episode_log, records)
+        if self.config.episode_log is not None and records:
+            append_episodes(self.config.episode_log, records)
 
 
 def build_sokoban_envs(
@@ -410,30 +299,30 @@ def build_sokoban_envs(
         episode_log: Path | str | None = None,
         sampler_state: dict | None = None,
         backend: str = "ray",
+        envs_per_actor: int | None = None,
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
 ) -> FairSokobanEnvs:
     """verl-agent's ``build_sokoban_envs``, fair: see the module docstring.
 
-    The first seven parameters are verl-agent's (``env_kwargs``: ``dim_room``,
-    ``num_boxes``, ``max_steps``, ``search_depth``; only the stored boards'
-    6x6 / one box / search depth 30 are accepted). Keyword-only: ``dataset_dir``
-    (a local copy of the dataset repository) or ``hub_revision`` (a Hub revision to
-    download from), by default the clone or the pinned release
-    (:mod:`sokoban_tools.runtime.boards`); ``method`` and ``run`` label the episode
-    records (``run`` defaults to ``"seed<seed>"``); ``episode_log``, a JSONL file
-    the records are appended to; ``sampler_state`` from
-    :meth:`FairSokobanEnvs.sampler_state` to continue a training sampler;
-    ``backend``, ``"ray"`` (actors) or ``"local"`` (in-process).
+    The first seven parameters are verl-agent's (``resources_per_worker``: Ray
+    resources per environment; ``env_kwargs``: ``dim_room``, ``num_boxes``,
+    ``max_steps``, ``search_depth``; only the stored boards' 6x6 / one box /
+    search depth 30 are accepted). Keyword-only: ``dataset_dir`` (a local copy of the
+    dataset repository) or ``hub_revision`` (a Hub revision to download from), by
+    default the clone or the pinned release (:mod:`sokoban_tools.runtime.boards`); ``method`` and ``run`` label the episode records (``run``
+    defaults to ``"seed<seed>"``); ``episode_log``, a JSONL file the records are
+    appended to; ``sampler_state`` from :meth:`FairSokobanEnvs.sampler_state` to
+    continue a training sampler; ``backend``, ``"ray"`` (actors) or ``"local"``
+    (in-process); ``envs_per_actor``, environments per Ray actor (default: up to
+    32, as many as the largest node can hold); ``max_restarts``, how often a lost
+    actor is restarted and its environments rebuilt before the run fails.
+
+    Every argument is checked before a board is read or a worker started
+    (``TypeError``/``ValueError`` naming it), and so is the Ray cluster's room.
     """
-    env_num, group_n = _positive("env_num", env_num), _positive("group_n", group_n)
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
-    max_steps = check_env_kwargs(env_kwargs)
-    name = TRAIN_DATA if is_train else VALIDATION_DATA
-    rows, sha256 = load_boards(name, dataset_dir, hub_revision)
-    return FairSokobanEnvs(
-        rows, sha256, seed=seed, env_num=env_num, group_n=group_n, mode=mode, is_train=bool(is_train),
-        max_steps=max_steps, resources=resources_per_worker, backend=backend, method=method,
-        run=f"seed{seed}" if run is None else run, episode_log=episode_log, sampler_state=sampler_state,
-    )
+    config = runtime_config(
+        seed, env_num, group_n, mode, resources_per_worker, is_train, env_kwargs, method=method, run=run,
+        episode_log=episode_log, sampler_state=sampler_state, backend=backend, envs_per_actor=envs_per_actor,
+        max_restarts=max_restarts)
+    rows, sha256 = load_boards(TRAIN_DATA if is_train else VALIDATION_DATA, dataset_dir, hub_revision)
+    return FairSokobanEnvs(rows, sha256, config)

@@ -186,6 +186,11 @@ def measure() -> list[tuple[str, str, str, str]]:
         table.append((f"load `fairness` {label}, first build (wall time)", f"{first:.2f} s", "", ""))
         table.append((f"load `fairness` {label}, cached (wall time)", f"{cached:.2f} s", "", ""))
     table += scoring_figures() + runtime_benchmark.runtime_figures(boards[:200])
+    try:
+        table += runtime_benchmark.manager_figures()
+    except ImportError as err:
+        print(f"benchmark: no figures through verl-agent's manager: {err} (it needs torch==2.13.0, omegaconf, "
+              f"and for verl-agent's own environments transformers and matplotlib)", file=sys.stderr)
     table.append(("the test command, `python -m pytest` (in two processes, as `pyproject.toml` "
                   "runs it; its environments built; wall time)", _suite_time(), "", GOALS["suite"]))
     return table

@@ -1,6 +1,10 @@
 """Time the drop-in runtime against gym-sokoban driven the way verl-agent drives it.
 
-Part of ``python -m sokoban_tools benchmark``. verl-agent's Sokoban worker wraps
+Part of ``python -m sokoban_tools benchmark``. :func:`manager_figures` drives the runtime
+through verl-agent's real ``SokobanEnvironmentManager`` (imported from a temporary copy of
+``../shared/verl-agent``; it needs ``torch==2.13.0`` and ``omegaconf``) at the published
+launcher's scale, beside the same manager on in-process environments and on verl-agent's
+own ``build_sokoban_envs``, all in one run. verl-agent's Sokoban worker wraps
 gym-sokoban's ``SokobanEnv``: each step runs gym-sokoban's ``step`` (which draws
 the observation, re-reading its tile PNGs) and then renders again for the
 returned observation. :class:`GymSokobanWorker` does exactly that on the same
@@ -11,12 +15,17 @@ gym-sokoban (and Ray) come with the test extra: ``pip install -e '.[test]'``.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +39,15 @@ EPISODES = 12
 IMPORT_RUNS = 5
 WORKER_MODULE = "sokoban_tools.runtime.env"
 GYM_WORKER_MODULE = "gym_sokoban.envs.sokoban_env"
+VERL_AGENT = ROOT.parent / "shared" / "verl-agent"
+TRAINING_ENVS = (32, 8)  # run_sokoban.sh: train_data_size 32, group_size 8
+VALIDATION_ENVS = 128  # run_sokoban.sh: val_data_size 128
+RESOURCES = {"num_cpus": 0.1, "num_gpus": 0}  # ppo_trainer.yaml's env.resources_per_worker
+ORIGINAL_ENVS = 32  # the most of verl-agent's own actors this machine runs in reasonable time
+MANAGER_EPISODES = 2
+ANSWERS = ("<think>push</think><action>up</action>", "<think>walk</think><action>down</action>",
+           "<think>walk</think><action>left</action>", "<think>push</think><action>right</action>",
+           "I would go left")  # the last one unparseable: verl-agent sends action 0
 
 
 def gym_sokoban_env(max_steps: int = DEFAULT_MAX_STEPS):
@@ -184,4 +202,138 @@ def runtime_figures(boards: list[Board]) -> list[tuple[str, str, str, str]]:
          f"{ours_ray[1] * 1e3:.1f} ms", f"{gym_ray[1] * 1e3:.1f} ms", ""),
         (f"runtime start-up of {ACTORS} Ray actors and their first reset",
          f"{ours_ray[0]:.1f} s", f"{gym_ray[0]:.1f} s", ""),
+    ]
+
+
+@contextlib.contextmanager
+def verl_agent_client():
+    """verl-agent's ``SokobanEnvironmentManager``, its ``sokoban_projection`` and its own
+    ``build_sokoban_envs``, imported from a temporary copy of its files (never from the shared
+    tree, never into this project), its config with ``run_sokoban.sh``'s Sokoban settings, and
+    the copy's folder (for the ``PYTHONPATH`` of verl-agent's own Ray actors)."""
+    from omegaconf import OmegaConf
+
+    if not (VERL_AGENT / "agent_system").is_dir():
+        raise RuntimeError(f"verl-agent's files are not at {VERL_AGENT}")
+    with tempfile.TemporaryDirectory() as folder:
+        shutil.copytree(VERL_AGENT / "agent_system", Path(folder) / "agent_system")
+        sys.path.insert(0, folder)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # gym's deprecation warnings, as verl-agent lets them pass
+                from agent_system.environments.env_manager import SokobanEnvironmentManager
+                from agent_system.environments.env_package.sokoban import build_sokoban_envs, sokoban_projection
+            config = OmegaConf.load(VERL_AGENT / "verl/trainer/config/ppo_trainer.yaml")
+            OmegaConf.update(config, "env.env_name", "Sokoban")
+            OmegaConf.update(config, "env.max_steps", DEFAULT_MAX_STEPS)
+            OmegaConf.update(config, "env.sokoban.mode", "rgb_array")
+            yield SokobanEnvironmentManager, sokoban_projection, build_sokoban_envs, config, folder
+        finally:
+            sys.path.remove(folder)
+            for name in [name for name in sys.modules if name.split(".")[0] == "agent_system"]:
+                del sys.modules[name]
+
+
+def _manager_step_ms(manager, count: int) -> float:
+    """Median ms of ``manager.step`` over ``MANAGER_EPISODES`` episodes of 15 scripted answers."""
+    rng = random.Random(0)
+    times = []
+    for _ in range(MANAGER_EPISODES):
+        manager.reset({})
+        for _ in range(DEFAULT_MAX_STEPS):
+            answers = [rng.choice(ANSWERS) for _ in range(count)]
+            started = time.perf_counter()
+            manager.step(answers)
+            times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1e3
+
+
+def _ray_worker_rss_bytes() -> int:
+    """Resident memory of all Ray worker processes this process started (``ray::...``), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    total, stack = 0, list(children.get(os.getpid(), []))
+    while stack:
+        pid = stack.pop()
+        stack += children.get(pid, [])
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        if command.startswith(b"ray::"):
+            total += int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))) * 1024
+    return total
+
+
+def _original_manager_step_ms(manager_class, projection, original_build, config, env_kwargs) -> float:
+    """:func:`_manager_step_ms` of verl-agent's own environments, closed (and dropped, since their
+    ``__del__`` closes again) while Ray still runs."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # gym's warnings, which verl-agent ignores too
+        original = original_build(0, ORIGINAL_ENVS, 1, "rgb_array", RESOURCES, True, env_kwargs)
+        try:
+            return _manager_step_ms(manager_class(original, projection, config), ORIGINAL_ENVS)
+        finally:
+            original.close()
+
+
+def manager_figures() -> list[tuple[str, str, str, str]]:
+    """(what, this code, original in the same run, goal) rows for the runtime through verl-agent's
+    ``SokobanEnvironmentManager``, ``rgb_array``: start-up and memory of the launcher's 384
+    environments, ``manager.step`` at 256 against in-process environments, and at 32 against
+    verl-agent's own environments."""
+    import ray
+
+    from ...runtime.verl_agent import build_sokoban_envs
+
+    env_kwargs = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": DEFAULT_MAX_STEPS, "search_depth": 30}
+    boards, group = TRAINING_ENVS
+    training_envs = boards * group
+    # the logical CPUs verl-agent's launcher asks for: one num_cpus 0.1 per training environment
+    cpus = round(training_envs * RESOURCES["num_cpus"] + 0.5)
+    with verl_agent_client() as (manager_class, projection, original_build, config, folder):
+        # no idle workers prestarted for the logical CPUs: this machine has two real ones
+        ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": folder}},
+                 _system_config={"prestart_worker_first_driver": False})
+        try:
+            started = time.perf_counter()
+            training = build_sokoban_envs(0, boards, group, "rgb_array", RESOURCES, True, env_kwargs)
+            validation = build_sokoban_envs(1000, VALIDATION_ENVS, 1, "rgb_array", RESOURCES, False, env_kwargs)
+            validation.reset()
+            training.reset()
+            startup = time.perf_counter() - started
+            rss = _ray_worker_rss_bytes()
+            actors = len(training.workers.actors)
+            ours_256 = _manager_step_ms(manager_class(training, projection, config), training_envs)
+            training.close()
+            local = build_sokoban_envs(0, boards, group, "rgb_array", RESOURCES, True, env_kwargs, backend="local")
+            local_256 = _manager_step_ms(manager_class(local, projection, config), training_envs)
+            small = build_sokoban_envs(0, ORIGINAL_ENVS, 1, "rgb_array", RESOURCES, True, env_kwargs)
+            ours_32 = _manager_step_ms(manager_class(small, projection, config), ORIGINAL_ENVS)
+            small.close()
+            original_32 = _original_manager_step_ms(manager_class, projection, original_build, config, env_kwargs)
+        finally:
+            ray.shutdown()
+    return [
+        (f"runtime through verl-agent's `SokobanEnvironmentManager`: {training_envs + VALIDATION_ENVS} "
+         f"environments ({boards}×{group} training, {VALIDATION_ENVS} validation) started and reset "
+         f"(on {actors} Ray actors shared by both phases; Ray with {cpus} logical CPUs)",
+         f"{startup:.1f} s", "", "≤ 10 s"),
+        ("resident memory of all Ray worker processes, those environments live",
+         f"{rss / 2**30:.2f} GB", "", "≤ 2.5 GB"),
+        (f"`manager.step` median, {training_envs} training environments on Ray, `rgb_array` (in brackets: "
+         f"the same manager with the environments stepped in this process)",
+         f"{ours_256:.1f} ms ({local_256:.1f} ms, {ours_256 / local_256:.1f}×)", "",
+         "≤ 30 ms, ≤ 2.5× in-process"),
+        (f"`manager.step` median, {ORIGINAL_ENVS} environments on Ray, `rgb_array` (original: verl-agent's "
+         f"`build_sokoban_envs`, one gym-sokoban actor each)",
+         f"{ours_32:.1f} ms", f"{original_32:.1f} ms ({original_32 / ours_32:.0f}× slower)", "≥ 10× faster"),
     ]

@@ -1,0 +1,174 @@
+"""What a drop-in runtime is asked to be: every argument of ``build_sokoban_envs``, checked.
+
+:func:`runtime_config` turns the builder's arguments into a :class:`RuntimeConfig`
+and refuses a wrong one with a ``TypeError`` (wrong type) or ``ValueError``
+(wrong value) naming it, before a board is read or a worker started: a trainer
+learns of a typo at build, not after the first episode, or never.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from ..paths import unwritable
+from ..protocol import DIM_ROOM, NUM_BOXES, SEARCH_DEPTH
+from .env import DEFAULT_MAX_STEPS, MODES
+
+FAIRNESS_SETTINGS = (
+    f"env.sokoban.dim_room=[{DIM_ROOM[0]},{DIM_ROOM[1]}], "
+    f"env.sokoban.num_boxes={NUM_BOXES}, env.sokoban.search_depth={SEARCH_DEPTH}"
+)
+ENV_KWARGS = ("dim_room", "num_boxes", "max_steps", "search_depth")
+BACKENDS = ("ray", "local")
+DEFAULT_MAX_RESTARTS = 3
+# resources_per_worker names (verl-agent's, and Ray's actor options) and Ray's resource names
+RAY_RESOURCES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """One phase's runtime, checked.
+
+    ``seed``: the training sampler's seed (validation: only the default ``run`` label).
+    ``env_num`` boards per reset, each played by ``group_n`` adjacent environments.
+    ``resources``: Ray resources per environment (verl-agent's ``resources_per_worker``).
+    ``envs_per_actor``: environments per Ray actor, ``None`` for the default packing.
+    ``max_restarts``: how often Ray restarts a lost actor before the run fails.
+    """
+
+    seed: int
+    env_num: int
+    group_n: int
+    mode: str
+    is_train: bool
+    max_steps: int
+    resources: Mapping[str, float]
+    backend: str
+    envs_per_actor: int | None
+    max_restarts: int
+    method: str
+    run: str
+    episode_log: Path | None
+    sampler_state: dict | None
+
+    @property
+    def num_envs(self) -> int:
+        return self.env_num * self.group_n
+
+    @property
+    def phase(self) -> str:
+        return "training" if self.is_train else "validation"
+
+
+def runtime_config(seed, env_num, group_n, mode, resources_per_worker, is_train, env_kwargs, *, method, run,
+                   episode_log, sampler_state, backend, envs_per_actor, max_restarts) -> RuntimeConfig:
+    """The builder's arguments as a :class:`RuntimeConfig`; see the module docstring."""
+    _boolean("is_train", is_train)
+    if not is_train and group_n != 1:
+        raise ValueError(f"validation plays each board once: group_n must be 1, got {group_n!r}")
+    if sampler_state is not None:
+        if not is_train:
+            raise ValueError("sampler_state is for training environments; validation uses no sampler")
+        if not isinstance(sampler_state, dict):
+            raise TypeError(f"sampler_state must be a dict from sampler_state(), got {type(sampler_state).__name__}")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
+    seed = integer("seed", seed, 0)
+    return RuntimeConfig(
+        seed=seed, env_num=integer("env_num", env_num, 1), group_n=integer("group_n", group_n, 1), mode=mode,
+        is_train=is_train, max_steps=check_env_kwargs(env_kwargs), resources=check_resources(resources_per_worker),
+        backend=backend, envs_per_actor=None if envs_per_actor is None else integer("envs_per_actor", envs_per_actor, 1),
+        max_restarts=integer("max_restarts", max_restarts, 0), method=_label("method", method),
+        run=f"seed{seed}" if run is None else _label("run", run), episode_log=check_episode_log(episode_log),
+        sampler_state=sampler_state,
+    )
+
+
+def integer(name: str, value, minimum: int) -> int:
+    """``value`` if it is an int (not a bool) of at least ``minimum`` (0 or 1)."""
+    kind = "a positive integer" if minimum == 1 else "a non-negative integer"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be {kind}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    return value
+
+
+def _boolean(name: str, value) -> bool:
+    if not isinstance(value, bool):  # "False" is a non-empty string: truthy
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _label(name: str, value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {value!r}")
+    if not value.strip():
+        raise ValueError(f"{name} must be a non-empty string naming it in the episode records, got {value!r}")
+    return value
+
+
+def check_env_kwargs(env_kwargs) -> int:
+    """Refuse settings other than the stored boards'; return ``max_steps`` (default 15)."""
+    if env_kwargs is None:
+        env_kwargs = {}
+    if not isinstance(env_kwargs, Mapping):
+        raise TypeError(f"env_kwargs must be a mapping such as {{'max_steps': 15}}, got {type(env_kwargs).__name__}")
+    env_kwargs = dict(env_kwargs)
+    unknown = sorted(map(str, set(env_kwargs) - set(ENV_KWARGS)))
+    if unknown:
+        raise ValueError(f"env_kwargs has unknown keys {unknown}; expected some of {list(ENV_KWARGS)}")
+    wanted = {"dim_room": DIM_ROOM, "num_boxes": NUM_BOXES, "search_depth": SEARCH_DEPTH}
+    for key, value in wanted.items():
+        given = env_kwargs.get(key, value)
+        # dim_room comes as a list, a tuple or the trainer config's list type
+        comparable = tuple(given) if key == "dim_room" and not isinstance(given, (str, bytes, int)) else given
+        if comparable != value:
+            raise ValueError(f"env_kwargs {key}={given!r} is not a setting of the stored boards: the fairness "
+                             f"boards need {FAIRNESS_SETTINGS} (set them in the trainer's config)")
+    max_steps = env_kwargs.get("max_steps", DEFAULT_MAX_STEPS)
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"env_kwargs max_steps must be a positive integer (env.max_steps), got {max_steps!r}")
+    return max_steps
+
+
+def check_resources(resources) -> dict[str, float]:
+    """verl-agent's ``resources_per_worker`` (e.g. ``{"num_cpus": 0.1, "num_gpus": 0}``): Ray's
+    resource names mapped to non-negative finite amounts, per environment."""
+    if not isinstance(resources, Mapping):
+        raise TypeError(f"resources_per_worker must be a mapping such as {{'num_cpus': 0.1}}, "
+                        f"got {type(resources).__name__}")
+    checked = {}
+    for name, amount in dict(resources).items():
+        if name not in RAY_RESOURCES:
+            raise ValueError(f"resources_per_worker {name}: not a resource the runtime can ask Ray for; use "
+                             f"{', '.join(RAY_RESOURCES)}")
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not math.isfinite(amount) or amount < 0:
+            raise ValueError(f"resources_per_worker {name} must be a non-negative number, got {amount!r}")
+        checked[name] = amount
+    return checked
+
+
+def check_episode_log(path) -> Path | None:
+    """``episode_log`` as a Path, if records can be appended there: a regular file or a new
+    name in an existing, writable folder. A FIFO or device is refused, since appending to
+    it would block the trainer or write nowhere."""
+    if path is None:
+        return None
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"episode_log must be a path, got {path!r}")
+    path = Path(path)
+    if str(path) in ("", "."):
+        raise ValueError(f"episode_log must name a file, got {str(path)!r}")
+    if not path.parent.is_dir():
+        raise ValueError(f"episode_log {path}: the folder {path.parent} does not exist; create it first")
+    problem = unwritable(path)
+    if problem:
+        raise ValueError(f"episode_log {problem}")
+    return path

@@ -1,0 +1,345 @@
+"""The processes that step the environments: Ray actors each holding a slice of them, or this process.
+
+verl-agent starts one Ray actor per environment, so every ``step`` of 256
+environments costs 256 round trips although one step takes microseconds. Here
+each actor is an :class:`EnvSlice` of up to ``envs_per_actor`` environments
+(default :data:`DEFAULT_ENVS_PER_ACTOR`, fewer if the largest node cannot hold
+that many) and a ``reset``/``step``/``render`` is one call per actor. An actor
+asks Ray for ``resources_per_worker`` (per environment, as verl-agent means it)
+times the environments it holds; a request no node of the cluster can ever grant
+is refused at build (:func:`check_capacity`) instead of waiting forever.
+
+The workers of a process are shared by its training and validation environments
+(:func:`lease`): a phase's ``reset()`` takes them, ending the other phase's open
+episodes, so the two phases never hold separate sets of live workers, although
+verl-agent never closes its environments. Workers of other settings (another
+backend's aside) are released before new ones start.
+
+Lost Ray actors are restarted and their environments rebuilt step-exact by
+:mod:`sokoban_tools.runtime.recovery`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+from ..rules.board import Board
+from .config import RAY_RESOURCES
+from .env import FairSokobanEnv
+from .recovery import Journal, WorkerError, recover
+
+DEFAULT_ENVS_PER_ACTOR = 32
+
+
+class EnvironmentFailure(Exception):
+    """An environment of a slice raised: its slot and what it raised (picklable, for Ray)."""
+
+    def __init__(self, slot: int, method: str, error: str):
+        super().__init__(slot, method, error)
+        self.slot, self.method, self.error = slot, method, error
+
+
+class EnvSlice:
+    """Some environments in one process (a Ray actor's, or the driver's), addressed by slot."""
+
+    def __init__(self, size: int):
+        self.envs: list[FairSokobanEnv | None] = [None] * size
+
+    def reset(self, slots: list[int], boards: list[Board], mode: str, max_steps: int, also: str | None = None) -> list:
+        """Each result, or with ``also`` (a render mode) a pair: the result and that render after it."""
+        results = []
+        for slot, board in zip(slots, boards):
+            self.envs[slot] = FairSokobanEnv(mode, max_steps)
+            results.append(self._with(slot, also, self._run(slot, "reset", board)))
+        return results
+
+    def step(self, slots: list[int], actions: list[int], also: str | None = None) -> list:
+        return [self._with(slot, also, self._run(slot, "step", action)) for slot, action in zip(slots, actions)]
+
+    def render(self, slots: list[int], mode: str) -> list:
+        return [self._run(slot, "render", mode) for slot in slots]
+
+    def restore(self, slots: list[int], plans: list) -> None:
+        """Rebuild environments from the driver's journal: ``(board, mode, max_steps, actions)`` each."""
+        for slot, plan in zip(slots, plans):
+            if plan is not None:
+                board, mode, max_steps, actions = plan
+                self.reset([slot], [board], mode, max_steps)
+                self.step([slot] * len(actions), actions)
+
+    def _with(self, slot: int, also: str | None, result):
+        return result if also is None else (result, self._run(slot, "render", also))
+
+    def ping(self) -> bool:
+        return True
+
+    def _run(self, slot: int, method: str, *args):
+        try:
+            return getattr(self.envs[slot], method)(*args)
+        except Exception as err:  # noqa: BLE001 - named by slot, raised again in the driver
+            raise EnvironmentFailure(slot, method, repr(err)) from None
+
+
+class Workers:
+    """Environments 0..size-1 in slices of up to ``envs_per_actor``; see the module docstring."""
+
+    def __init__(self, key: tuple, envs_per_actor: int):
+        self.key = key
+        self.envs_per_actor = envs_per_actor
+        self.places: list[tuple[int, int]] = []  # environment index -> (slice, slot)
+        self.holder = None  # the FairSokobanEnvs whose episodes the environments play
+
+    @property
+    def size(self) -> int:
+        return len(self.places)
+
+    def ensure(self, count: int) -> None:
+        """Start slices until ``count`` environments exist."""
+        while self.size < count:
+            size = min(self.envs_per_actor, count - self.size)
+            number = self._start_slice(size)
+            self.places += [(number, slot) for slot in range(size)]
+
+    def reset(self, boards: list[Board], labels: list[str], mode: str, max_steps: int, also: str | None = None) -> list:
+        """Reset environments 0..len(boards)-1 to ``boards`` (``labels``: their task IDs); with
+        ``also``, each result comes paired with the render in that mode (see :meth:`EnvSlice.reset`)."""
+        return self._call("reset", boards, lambda slots, items: (slots, items, mode, max_steps, also))
+
+    def step(self, actions: list[int], also: str | None = None) -> list:
+        return self._call("step", actions, lambda slots, items: (slots, items, also))
+
+    def render(self, mode: str, indices: list[int]) -> list:
+        by_slice = self._by_slice(indices)
+        results = self._run("render", {number: (slots, mode) for number, (_, slots) in by_slice.items()})
+        return self._in_order(indices, by_slice, results)
+
+    def _call(self, method: str, items: list, arguments) -> list:
+        indices = list(range(len(items)))
+        by_slice = self._by_slice(indices)
+        jobs = {number: arguments(slots, [items[i] for i in envs]) for number, (envs, slots) in by_slice.items()}
+        return self._in_order(indices, by_slice, self._run(method, jobs))
+
+    def _by_slice(self, indices: list[int]) -> dict[int, tuple[list[int], list[int]]]:
+        grouped: dict[int, tuple[list[int], list[int]]] = {}
+        for index in indices:
+            number, slot = self.places[index]
+            envs, slots = grouped.setdefault(number, ([], []))
+            envs.append(index)
+            slots.append(slot)
+        return grouped
+
+    @staticmethod
+    def _in_order(indices, by_slice, results) -> list:
+        found = {}
+        for number, (envs, _) in by_slice.items():
+            found.update(zip(envs, results[number]))
+        return [found[index] for index in indices]
+
+    def _failure(self, number: int, failure: EnvironmentFailure) -> WorkerError:
+        index = self.places.index((number, failure.slot))
+        return WorkerError(f"worker {index} failed in {failure.method}: {failure.error}")
+
+    def _start_slice(self, size: int) -> int:
+        raise NotImplementedError
+
+    def _run(self, method: str, jobs: dict[int, tuple]) -> dict[int, list]:
+        """``method(*jobs[n])`` on slice ``n`` for each ``n``, in parallel; results by slice."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class LocalWorkers(Workers):
+    """The environments in this process: for debugging, and for exercising the driver at full
+    size (1,024 environments) without processes."""
+
+    def __init__(self, key: tuple, envs_per_actor: int, resources: Mapping, max_restarts: int):
+        super().__init__(key, envs_per_actor)
+        self.slices: list[EnvSlice] = []
+
+    def _start_slice(self, size: int) -> int:
+        self.slices.append(EnvSlice(size))
+        return len(self.slices) - 1
+
+    def _run(self, method, jobs):
+        results = {}
+        for number, args in jobs.items():
+            try:
+                results[number] = getattr(self.slices[number], method)(*args)
+            except EnvironmentFailure as failure:
+                raise self._failure(number, failure) from None
+        return results
+
+    def close(self) -> None:
+        self.slices, self.places = [], []
+
+
+class RayWorkers(Workers):
+    """Ray actors, each an :class:`EnvSlice`, restarted up to ``max_restarts`` times when lost."""
+
+    def __init__(self, key: tuple, envs_per_actor: int, resources: Mapping, max_restarts: int):
+        import ray
+
+        super().__init__(key, envs_per_actor)
+        self._ray = ray
+        self._resources = dict(resources)
+        self.max_restarts = max_restarts
+        self._actor_class = ray.remote(max_restarts=max_restarts, max_task_retries=0)(EnvSlice)
+        self.actors: list = []
+        self.journal = Journal()
+
+    def _start_slice(self, size: int) -> int:
+        options = {name: _amount(amount * size) for name, amount in self._resources.items()}
+        # spread over the nodes, so that losing one loses few environments
+        self.actors.append(self._actor_class.options(scheduling_strategy="SPREAD", **options).remote(size))
+        return len(self.actors) - 1
+
+    def reset(self, boards, labels, mode, max_steps, also=None):
+        for index, (board, label) in enumerate(zip(boards, labels)):
+            self.journal.reset(index, board, label, mode, max_steps)
+        return super().reset(boards, labels, mode, max_steps, also)
+
+    def step(self, actions, also=None):
+        results = super().step(actions, also)
+        for index, action in enumerate(actions):
+            self.journal.step(index, action)
+        return results
+
+    def _run(self, method, jobs):
+        ray = self._ray
+        futures = {number: getattr(self.actors[number], method).remote(*args) for number, args in jobs.items()}
+        try:
+            return dict(zip(futures, ray.get(list(futures.values()))))  # one wait for all actors
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError):
+            return {number: self._get(number, method, jobs[number], future) for number, future in futures.items()}
+
+    def _get(self, number: int, method: str, args: tuple, future):
+        """One actor's result; a lost actor is restored from the journal and the call made again."""
+        ray, actor = self._ray, self.actors[number]
+        try:
+            try:
+                return ray.get(future)
+            except ray.exceptions.RayActorError as error:
+                indices = self._indices_of(number)
+                slots = [self.places[i][1] for i in indices]
+                return recover(ray, lambda: actor.restore.remote(slots, self.journal.replay(indices)),
+                               lambda: getattr(actor, method).remote(*args), self.max_restarts, error,
+                               lambda cause: self.journal.lost(indices, self.max_restarts, cause))
+        except ray.exceptions.RayTaskError as err:
+            if isinstance(err.cause, EnvironmentFailure):
+                raise self._failure(number, err.cause) from None
+            raise WorkerError(f"the actor of workers {self._indices_of(number)} failed in {method}: "
+                              f"{err.cause!r}") from err.cause
+
+    def _indices_of(self, number: int) -> list[int]:
+        return [i for i, (n, _) in enumerate(self.places) if n == number]
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Kill every actor and return once each is gone: a kill is asynchronous, and a
+        trainer that starts other work next must get the resources back."""
+        for actor in self.actors:
+            self._ray.kill(actor)  # no_restart: gone for good
+        deadline = time.monotonic() + timeout
+        for number, actor in enumerate(self.actors):
+            while not self._is_gone(actor):
+                if time.monotonic() > deadline:
+                    raise WorkerError(f"the actor of workers {self._indices_of(number)} was killed but still "
+                                      f"answers after {timeout:.0f} s")
+                time.sleep(0.05)
+        self.actors, self.places, self.journal = [], [], Journal()
+
+    def _is_gone(self, actor) -> bool:
+        try:
+            self._ray.get(actor.ping.remote(), timeout=5)
+        except self._ray.exceptions.RayActorError:
+            return True
+        except self._ray.exceptions.GetTimeoutError:
+            pass  # busy
+        return False
+
+
+BACKENDS = {"ray": RayWorkers, "local": LocalWorkers}
+_LIVE: dict[str, Workers] = {}  # per backend, the workers of this process
+
+
+def _amount(value: float) -> float:
+    """Ray counts resources in units of 1e-4."""
+    return round(value, 4)
+
+
+def ray_actor_size(resources: Mapping[str, float], envs_per_actor: int | None, envs: int) -> int:
+    """Environments per actor: ``envs_per_actor``, or the default cut to what the largest node can
+    hold. Refuses (``ValueError``, naming the request and the nodes) a slice no node can ever
+    hold, and environments more than the whole cluster can; starts a local Ray if none is running."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init()
+    nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+    needed = {RAY_RESOURCES[name]: amount for name, amount in resources.items() if amount > 0}
+
+    def fits(node: Mapping, size: int) -> bool:
+        return all(node.get(name, 0) + 1e-9 >= _amount(amount * size) for name, amount in needed.items())
+
+    cluster = ", ".join(
+        "{" + ", ".join(f"{name}: {node.get(name, 0):g}" for name in needed) + "}" for node in nodes) or "none"
+    if envs_per_actor is None:
+        envs_per_actor = max((size for size in range(1, DEFAULT_ENVS_PER_ACTOR + 1)
+                              if any(fits(node, size) for node in nodes)), default=None)
+        if envs_per_actor is None:
+            raise ValueError(f"resources_per_worker {dict(resources)} (per environment) exceeds every node of the "
+                             f"Ray cluster (nodes: {cluster}): no node can ever start a worker; lower it")
+    elif not any(fits(node, envs_per_actor) for node in nodes):
+        per_actor = {name: _amount(amount * envs_per_actor) for name, amount in resources.items()}
+        raise ValueError(f"envs_per_actor={envs_per_actor} x resources_per_worker {dict(resources)} asks each "
+                         f"Ray actor for {per_actor}, more than any node of the cluster has (nodes: {cluster}); "
+                         f"lower envs_per_actor or resources_per_worker")
+    total = ray.cluster_resources()
+    for name, amount in needed.items():
+        if _amount(amount * envs) > total.get(name, 0) + 1e-9:
+            raise ValueError(
+                f"{envs} environments x resources_per_worker {dict(resources)} need {name} "
+                f"{_amount(amount * envs):g}, but the Ray cluster has {total.get(name, 0):g} in all: the workers "
+                f"could never all start; lower resources_per_worker or add nodes")
+    return envs_per_actor
+
+
+def workers_for(backend: str, resources: Mapping[str, float], envs_per_actor: int, max_restarts: int,
+                envs: int) -> Workers:
+    """The process's workers of ``backend`` with these settings, grown to ``envs`` environments;
+    live workers of other settings are released first (their holder's open episodes ended)."""
+    key = (backend, tuple(sorted(resources.items())), envs_per_actor, max_restarts)
+    live = _LIVE.get(backend)
+    if live is not None and live.key != key:
+        release(live)
+        live = None
+    if live is None:
+        live = _LIVE[backend] = BACKENDS[backend](key, envs_per_actor, resources, max_restarts)
+    live.ensure(envs)
+    return live
+
+
+def lease(workers: Workers, holder) -> None:
+    """Give ``workers`` to ``holder`` (a FairSokobanEnvs about to reset): the previous holder's
+    open episodes end, as at its ``close()``."""
+    if workers.holder is not None and workers.holder is not holder:
+        workers.holder.workers_taken()
+    workers.holder = holder
+
+
+def release(workers: Workers) -> None:
+    """Stop ``workers`` (their holder's open episodes end); the next build or reset starts new ones."""
+    if workers.holder is not None:
+        workers.holder.workers_taken()
+        workers.holder = None
+    for backend, live in list(_LIVE.items()):
+        if live is workers:
+            del _LIVE[backend]
+    workers.close()
+
+
+def is_live(workers: Workers) -> bool:
+    return any(live is workers for live in _LIVE.values())
+
