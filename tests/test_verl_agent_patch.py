@@ -27,6 +27,7 @@ import pytest
 
 from conftest import REPO
 from hub_mirror import hub_env, serve_dataset_repo
+from sokoban_tools.evaluation.manifest import manifest_path, read_manifest
 from sokoban_tools.runtime.boards import RELEASE_REVISION
 from sokoban_tools.runtime.episodes import read_episodes
 from sokoban_tools.runtime.tasks import load_training, load_validation
@@ -102,6 +103,13 @@ def check_passes(report: dict, sizes: dict, scorer: list[str], env: dict | None 
     assert set(drawn) <= TRAINING and len(set(drawn)) == boards
     assert all(len(set(drawn[i:i + copies])) == 1 for i in range(0, boards * copies, copies))  # adjacent copies
     assert sorted(r.won for r in training) == sorted(report["training"]["won"])
+    # the run manifest beside the log: the composed config's settings, the step's costs
+    manifest = read_manifest(manifest_path(first["log"]))
+    assert manifest["method"] == first["method"] and manifest["settings"]["action_horizon"] == 15
+    assert manifest["settings"]["rollout.group_size"] == copies
+    assert manifest["costs"] == {"step": {"unit": "GPU-seconds", "value": 7.0},
+                                 "gen": {"unit": "GPU-seconds", "value": 4.0},
+                                 "tokens": {"unit": "tokens", "value": 4096.0}}
 
 
 def require(*modules: str) -> None:
@@ -119,7 +127,8 @@ def test_the_patch_applies_to_the_pinned_commit_and_wires_one_function_per_chang
     assert files == ["agent_system/environments/env_manager.py", "verl/trainer/config/ppo_trainer.yaml",
                      "verl/trainer/ppo/ray_trainer.py"]
     calls = [line for line in text.splitlines() if "from sokoban_tools" in line]
-    assert [c.split("import ")[1] for c in calls] == ["make_fair_envs", "validation_batches", "label_training_update"]
+    assert [c.split("import ")[1] for c in calls] == ["make_fair_envs", "validation_batches", "label_training_update",
+                                                      "record_costs"]
     assert "fairness: false" in (tree / "verl" / "trainer" / "config" / "ppo_trainer.yaml").read_text()
     readme = (REPO / "integrations" / "verl-agent" / "README.md").read_text(encoding="utf-8")
     assert (UPSTREAM / "UPSTREAM_COMMIT").read_text().strip() in readme

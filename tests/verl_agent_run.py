@@ -200,10 +200,15 @@ def main(args: dict) -> dict:
                 integration.label_training_update(envs, 7)
                 batch = config.data.train_batch_size * config.env.rollout.n
                 report["training"] = rollout(envs, batch, solutions, config.env.max_steps)
+                # what fit measures of a step, as verl names it; two GPUs
+                integration.record_costs(envs, COSTS, 2)
             report["workers"] = type(val_envs.envs.workers).__name__
             envs.envs.close()
             val_envs.envs.close()
     return report
+
+
+COSTS = {"timing_s/step": 3.5, "timing_s/gen": 2.0, "perf/total_num_tokens": 4096, "critic/score/mean": 0.5}
 
 
 if __name__ == "__main__":

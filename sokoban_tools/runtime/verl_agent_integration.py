@@ -13,7 +13,12 @@ does is decided and tested here:
   ``data.val_batch_size``, every board's record in the log;
 * ``RayPPOTrainer.fit`` calls :func:`label_training_update` before each rollout, so
   training records carry the trainer's ``global_steps`` as their update, the number
-  validation records carry too.
+  validation records carry too, and :func:`record_costs` once the step's metrics are
+  in, so its timings join the costs of the run manifest beside the log.
+
+:func:`make_fair_envs` writes that manifest (:mod:`sokoban_tools.evaluation.manifest`)
+from the composed config before any worker starts: the controlled settings ``compare``
+checks before it compares two runs.
 
 Nothing here imports verl, torch, gym or gym_sokoban: the trainer's objects are used
 through the attributes verl-agent gives them.
@@ -27,6 +32,7 @@ from typing import Iterator
 
 from sokoban_published import PUBLISHED_FILES
 
+from ..evaluation.manifest import add_costs, costs_from_verl_metrics, manifest_from_verl_config, write_manifest
 from ..layout import VALIDATION_DATA
 from .episodes import append_episodes
 from .projection import sokoban_projection
@@ -45,6 +51,7 @@ def make_fair_envs(config, manager_class, resources_per_worker) -> tuple:
     episode_log = env.fairness_log
     if episode_log is not None:
         Path(episode_log).parent.mkdir(parents=True, exist_ok=True)
+        write_manifest(episode_log, manifest_from_verl_config(config, method=str(env.fairness_method)))
     common = {
         "mode": env.sokoban.mode,
         "resources_per_worker": resources_per_worker,
@@ -96,6 +103,15 @@ def label_training_update(envs, global_steps: int) -> None:
     envs.envs.next_update = global_steps
 
 
+def record_costs(envs, metrics, gpus: int) -> None:
+    """Add one training step's costs, from the trainer's ``metrics`` (its ``timing_s/*``
+    timings, in GPU-seconds over its ``gpus``, and its token count), to the run
+    manifest beside the episode log; nothing without a log."""
+    episode_log = envs.envs.episode_log
+    if episode_log is not None:
+        add_costs(episode_log, costs_from_verl_metrics(metrics, gpus))
+
+
 class TrainingUpdates:
     """Training environments whose records carry the update :func:`label_training_update` set
     (the sampler counts its own draws from 0, which a resumed or dynamically sampling
@@ -103,7 +119,7 @@ class TrainingUpdates:
 
     def __init__(self, envs: FairSokobanEnvs, episode_log: Path | str | None):
         self.envs, self.mode = envs, envs.mode
-        self._episode_log = episode_log
+        self.episode_log = episode_log
         self.next_update = 0  # the label of the episodes the next reset() starts
         self._update = 0  # the label of the episodes being played
 
@@ -130,5 +146,5 @@ class TrainingUpdates:
 
     def _log_finished(self) -> None:
         records = [replace(record, update=self._update) for record in self.envs.take_episodes()]
-        if records and self._episode_log is not None:
-            append_episodes(self._episode_log, records)
+        if records and self.episode_log is not None:
+            append_episodes(self.episode_log, records)
