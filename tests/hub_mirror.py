@@ -108,8 +108,10 @@ def serve_dataset_repo(
     repo_id: str = "org/sokoban-fairness",
     revision: str = "HEAD",
     timeout: float = 60.0,
+    tags: tuple[str, ...] = (),
 ) -> Iterator[str]:
-    """Serve ``revision`` of ``git_repo_dir`` as dataset ``repo_id`` (branch ``main``).
+    """Serve ``revision`` of ``git_repo_dir`` as dataset ``repo_id`` (branch ``main``, and
+    tagged with each of ``tags``, as a release is).
 
     Yields the endpoint, e.g. ``http://127.0.0.1:41234``.  The server and its
     temporary files are removed on exit, whatever happens.
@@ -123,6 +125,8 @@ def serve_dataset_repo(
         _git("init", "-q", "--bare", "--initial-branch=main", str(mirror))
         _git("-C", str(mirror), "fetch", "-q", str(Path(git_repo_dir).resolve()), f"+{revision}:refs/heads/main")
         sha = _git("-C", str(mirror), "rev-parse", "main")
+        for tag in tags:
+            _git("-C", str(mirror), "tag", tag, sha)
         _check_olah_can_list(mirror)
 
         # Offline, olah resolves a branch name outside the git mirror (repo_info() without

@@ -16,7 +16,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import tomllib
 from pathlib import Path
@@ -29,7 +28,7 @@ from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.layout import TRAIN_DATA as TRAIN_FILE, VALIDATION_DATA as EVALUATION_FILE
 from sokoban_tools.runtime.tasks import load_training
 from unavailable import unavailable
-from venvs import Venv, require_venv, run_client
+from venvs import Venv, VenvUnavailable, build_wheel, require_venv, run_client
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 DEPENDENCIES = tuple(PYPROJECT["project"]["dependencies"])
@@ -61,27 +60,14 @@ def _run(step: list[str], what: str, cwd: Path | None = None) -> None:
                     f"{(done.stdout + done.stderr)[-3000:]}")
 
 
-def _source_copy(directory: Path) -> Path:
-    """What the wheel is built from, copied out of the clone so no stale build/ of
-    the clone can leak into it: pyproject.toml, the readme, the packages and modules."""
-    tool = PYPROJECT["tool"]["setuptools"]
-    names = ["pyproject.toml", PYPROJECT["project"]["readme"], *(f"{m}.py" for m in tool["py-modules"])]
-    for name in names:
-        shutil.copyfile(REPO / name, directory / name)
-    for package in sorted({name.split(".")[0] for name in tool["packages"]["find"]["include"]}):
-        shutil.copytree(REPO / package, directory / package, ignore=shutil.ignore_patterns("__pycache__"))
-    return directory
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """The interpreter of the wheel's venv, with the wheel of the working tree installed."""
     python = require_venv(WHEEL_VENV)
-    source = _source_copy(tmp_path_factory.mktemp("wheel-source"))
-    dist = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(source)],
-         "building the wheel")
-    wheel = str(next(dist.glob("*.whl")))
+    try:
+        wheel = str(build_wheel(tmp_path_factory.mktemp("wheel-source"), tmp_path_factory.mktemp("dist")))
+    except VenvUnavailable as err:
+        unavailable(f"building the wheel failed, so the installed package is untested: {err}")
     _run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", wheel],
          "installing the wheel")
     _run([str(python), "-m", "pip", "check"], "pip check of the wheel's dependencies")

@@ -435,3 +435,18 @@ def test_example__the_cards_runtime_example_runs_on_ray_and_logs_every_episode(t
         assert sorted(r.task_id for r in validation if r.update == update) == sorted(evaluation)
     assert len(log) - len(validation) == 3 * 4  # three draws of 2 boards x 2 copies
     assert lines[-1] == f"episodes.jsonl: {len(log)} episodes, 512 of them validation"
+
+
+def test_patched_verl_agent__a_fair_make_envs_plays_on_this_ray(ray, tmp_path):
+    """The patched verl-agent's make_envs on real actors of this module's Ray (verl-agent runs
+    make_envs inside its Ray job): a small launcher, 2 boards x 2 copies and 16 validation workers."""
+    from test_verl_agent_patch import check_passes, patched_copy, run
+
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("hydra") is None:
+        unavailable("torch or hydra-core is not installed; pip install -e '.[test]'")
+    tree = patched_copy(tmp_path / "verl-agent")
+    env = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
+    report = run(sys.executable, tree, tmp_path / "work", env=env, val_batch_sizes=[16], backend="ray", updates=[0],
+                 extra_overrides=["data.train_batch_size=2", "env.rollout.n=2", "env.resources_per_worker.num_cpus=0.05"])
+    assert report["workers"] == "RayWorkers"
+    check_passes(report, {16: [16] * 16}, [sys.executable, "-m", "sokoban_tools", "score"], training_groups=(2, 2))

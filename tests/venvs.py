@@ -149,6 +149,33 @@ def require_venv(venv: Venv) -> Path:
     return outcome
 
 
+def source_copy(directory: Path) -> Path:
+    """What the wheel is built from, copied out of the clone into ``directory`` (created) so no
+    stale build/ of the clone can leak into it: pyproject.toml, the readme, the packages and
+    modules, and the integrations a user applies from a download."""
+    import tomllib
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    tool = pyproject["tool"]["setuptools"]
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ["pyproject.toml", pyproject["project"]["readme"], *(f"{m}.py" for m in tool["py-modules"])]:
+        shutil.copyfile(REPO / name, directory / name)
+    packages = sorted({name.split(".")[0] for name in tool["packages"]["find"]["include"]})
+    for folder in [*packages, "integrations"]:
+        shutil.copytree(REPO / folder, directory / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return directory
+
+
+def build_wheel(source: Path, dist: Path) -> Path:
+    """The wheel of the working tree (built from :func:`source_copy` in ``source``), in ``dist``.
+    Raises VenvUnavailable if pip fails."""
+    step = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(source_copy(source))]
+    done = subprocess.run(step, capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        raise VenvUnavailable(f"`{' '.join(step)}` failed ({done.returncode}):\n{_tail(done.stdout + done.stderr)}")
+    return next(dist.glob("*.whl"))
+
+
 # ---------------------------------------------------------------------------
 # Client processes
 # ---------------------------------------------------------------------------

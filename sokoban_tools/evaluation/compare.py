@@ -42,10 +42,11 @@ from sokoban_published import ChecksumError
 from ..files import write_atomic
 from ..paths import PathError, unwritable
 from ..rows import DataError
+from ..runtime.boards import BoardsNotFound
 from .charts import PlotUnavailable, chart_format, line_chart, require_matplotlib
 from .manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
 from .score import table
-from .scoring import DEFAULT_VALIDATION, BoardSet, Group, check_board_set, group_rows, read_logs
+from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
                     sign_test_p, wilson_interval)
 
@@ -126,7 +127,7 @@ def _values(values: list) -> str:
 
 
 def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = None, method_b: str | None = None,
-            validation: Path = DEFAULT_VALIDATION, resamples: int = RESAMPLES, seed: int = SEED,
+            validation: Path | None = None, resamples: int = RESAMPLES, seed: int = SEED,
             manifests: bool = True, allowed: Collection[str] = (), updates: Collection[int] | None = None) -> dict:
     """The comparison report of the logs of A and of B: their settings checked
     against each other first (unless not ``manifests``), then the numbers."""
@@ -282,8 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot", type=Path, metavar="FILE",
                         help="write the learning curves to FILE: .png, .pdf or .svg (needs matplotlib)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--evaluation", type=Path, default=DEFAULT_VALIDATION,
-                        help="a local copy of fairness/evaluation.jsonl (default: the repository's)")
+    parser.add_argument("--evaluation", type=Path, default=None,
+                        help="a local copy of fairness/evaluation.jsonl (default: the clone's, or the pinned "
+                             "release's from the Hub)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
     parser.add_argument("--allow-difference", action="append", default=[], metavar="KEY",
@@ -314,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                          manifests=not args.no_manifest, allowed=args.allow_difference, updates=args.updates)
         if args.plot:
             write_atomic(args.plot, learning_curves(report, plot_format))
-    except (DataError, ChecksumError, PathError) as err:
+    except (DataError, ChecksumError, PathError, BoardsNotFound) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except OSError as err:  # --plot changed since it was checked

@@ -20,12 +20,13 @@ from sokoban_published import ChecksumError
 from ..paths import PathError
 from ..protocol import STRATA
 from ..rows import DataError
-from .scoring import DEFAULT_VALIDATION, BoardSet, check_board_set, group_rows, read_logs, score_group
+from ..runtime.boards import BoardsNotFound
+from .scoring import BoardSet, check_board_set, group_rows, read_logs, score_group
 
 INTERVAL = "Wilson score 95% interval"
 
 
-def score(paths: list[Path], validation: Path = DEFAULT_VALIDATION) -> dict:
+def score(paths: list[Path], validation: Path | None = None) -> dict:
     """Every pass in the logs at ``paths``, scored against ``evaluation``."""
     boards = BoardSet.load(validation)
     logs = read_logs(paths)
@@ -83,12 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sokoban_tools score", description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="episode logs (JSONL)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--evaluation", type=Path, default=DEFAULT_VALIDATION,
-                        help="a local copy of fairness/evaluation.jsonl (default: the repository's)")
+    parser.add_argument("--evaluation", type=Path, default=None,
+                        help="a local copy of fairness/evaluation.jsonl (default: the clone's, or the pinned "
+                             "release's from the Hub)")
     args = parser.parse_args(argv)
     try:
         report = score(args.logs, args.evaluation)
-    except (DataError, ChecksumError, PathError) as err:
+    except (DataError, ChecksumError, PathError, BoardsNotFound) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.json else render(report))

@@ -22,6 +22,7 @@ from ..layout import ROOT, VALIDATION_DATA
 from ..protocol import STRATA, stratum_of
 from ..rows import DataError
 from ..runtime.episodes import EpisodeRecord, read_episodes
+from ..runtime.boards import board_file
 from ..runtime.tasks import load_validation
 from .stats import wilson_interval
 
@@ -39,9 +40,11 @@ class BoardSet:
     strata: np.ndarray
 
     @classmethod
-    def load(cls, path: Path | str = DEFAULT_VALIDATION) -> "BoardSet":
-        """Read ``path``, refusing it unless it is the published evaluation file."""
-        rows = load_validation(path)
+    def load(cls, path: Path | str | None = None) -> "BoardSet":
+        """Read ``path`` (default: the clone's, else the pinned release's from the Hub; see
+        :func:`sokoban_tools.runtime.boards.board_file`), refusing it unless it is the
+        published evaluation file."""
+        rows = load_validation(board_file(VALIDATION_DATA) if path is None else path)
         lengths = np.array([row.shortest_solution_length for row in rows])
         return cls(PUBLISHED_FILES[VALIDATION_DATA]["sha256"], tuple(row.task_id for row in rows),
                    lengths, np.array([stratum_of(int(n)) for n in lengths]))

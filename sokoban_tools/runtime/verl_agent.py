@@ -43,37 +43,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from ..layout import ROOT, TRAIN_DATA, VALIDATION_DATA
+from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..rows import BoardRow
+from .boards import load_boards
 from .config import FAIRNESS_SETTINGS, DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config  # noqa: F401
 from .env import ACTION_CHOICES, MODES, NO_ACTION, is_action
 from .episodes import EpisodeRecord, append_episodes
 from .recovery import WorkerError, WorkersLost  # noqa: F401 - raised through FairSokobanEnvs
 from .schedule import TrainingSchedule, ValidationSchedule
-from .tasks import load_tasks
 from . import workers as worker_pool
 
-HUB_REPO_ID = "org/sokoban-fairness"
 DEFAULT_RESOURCES = MappingProxyType({"num_cpus": 0.1})
-
-
-def load_boards(name: str, dataset_dir: Path | str | None = None, hub_revision: str | None = None,
-                hub_repo_id: str = HUB_REPO_ID) -> tuple[list[BoardRow], str]:
-    """The checked rows of the published file ``name`` (e.g. ``fairness/train.jsonl``) and
-    its SHA-256: from ``dataset_dir`` (default: this repository), or, with
-    ``hub_revision`` (a commit, so the boards cannot change under a run), downloaded
-    from the Hub. Either way the file must be the published one (SHA-256 and rows)."""
-    from sokoban_published import PUBLISHED_FILES
-
-    if hub_revision is not None:
-        if dataset_dir is not None:
-            raise ValueError("give dataset_dir or hub_revision, not both")
-        from huggingface_hub import hf_hub_download
-
-        path = hf_hub_download(hub_repo_id, name, repo_type="dataset", revision=hub_revision)
-    else:
-        path = Path(ROOT if dataset_dir is None else dataset_dir) / name
-    return load_tasks(path, name), PUBLISHED_FILES[name]["sha256"]
 
 
 @dataclass
@@ -327,9 +307,9 @@ def build_sokoban_envs(
     The first seven parameters are verl-agent's (``resources_per_worker``: Ray
     resources per environment; ``env_kwargs``: ``dim_room``, ``num_boxes``,
     ``max_steps``, ``search_depth``; only the stored boards' 6x6 / one box /
-    search depth 30 are accepted). Keyword-only: ``dataset_dir`` (a copy of the
-    dataset repository; default this one) or ``hub_revision`` (a Hub commit to
-    download from); ``method`` and ``run`` label the episode records (``run``
+    search depth 30 are accepted). Keyword-only: ``dataset_dir`` (a local copy of the
+    dataset repository) or ``hub_revision`` (a Hub revision to download from), by
+    default the clone or the pinned release (:mod:`sokoban_tools.runtime.boards`); ``method`` and ``run`` label the episode records (``run``
     defaults to ``"seed<seed>"``); ``episode_log``, a JSONL file the records are
     appended to; ``sampler_state`` from :meth:`FairSokobanEnvs.sampler_state` to
     continue a training sampler; ``backend``, ``"ray"`` (actors) or ``"local"``

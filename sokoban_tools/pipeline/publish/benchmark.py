@@ -173,9 +173,9 @@ def measure() -> list[tuple[str, str, str, str]]:
     table.append(("renderer, per 6×6 board (CPU time)", f"{render_s / len(states) * 1e6:,.0f} µs", "", ""))
     workers = default_workers()
     table.append((f"`python -m sokoban_tools pools --check` ({workers} worker processes; wall time)",
-                  _command_time("sokoban_tools.pools"), "", GOALS["pools"]))
+                  _command_time("sokoban_tools", "pools"), "", GOALS["pools"]))
     table.append((f"`python -m sokoban_tools verify --check`: all 6,256 boards, every frame rendered "
-                  f"({workers} worker processes; wall time)", _command_time("sokoban_tools.verify"), "", ""))
+                  f"({workers} worker processes; wall time)", _command_time("sokoban_tools", "verify"), "", ""))
     table.append(("`python -m sokoban_tools reproduce --check`: every published file (wall time)",
                   _command_time("sokoban_tools", "reproduce"), "", GOALS["reproduce"]))
     for with_images in (False, True):
