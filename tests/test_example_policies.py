@@ -48,7 +48,7 @@ def test_example__a_pass_is_the_same_when_played_again():
 
 
 def test_example__each_log_has_a_manifest_whose_settings_match_and_whose_costs_count_the_work(logs):
-    from sokoban_tools.evaluation.manifest import manifest_path, read_manifest
+    from sokoban_tools.runtime.manifest import manifest_path, read_manifest
 
     report = compare.compare([logs / "path-follower.jsonl"], [logs / "random.jsonl"], resamples=200)
     assert report["settings"]["checked"] and report["settings"]["allowed_differences"] == []

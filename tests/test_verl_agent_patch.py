@@ -27,7 +27,7 @@ import pytest
 
 from conftest import REPO
 from hub_mirror import hub_env, serve_dataset_repo
-from sokoban_tools.evaluation.manifest import manifest_path, read_manifest
+from sokoban_tools.runtime.manifest import manifest_path, read_manifest
 from sokoban_tools.runtime.boards import RELEASE_REVISION
 from sokoban_tools.runtime.episodes import read_episodes
 from sokoban_tools.runtime.tasks import load_training, load_validation

@@ -17,7 +17,7 @@ logs can be scored and compared like a real trainer's:
 
 Each (method, run, update) draws from its own seeded generator, so the logs
 are the same in every process. Each log has its run manifest beside it
-(:mod:`sokoban_tools.evaluation.manifest`): the settings a scripted policy has
+(:mod:`sokoban_tools.runtime.manifest`): the settings a scripted policy has
 (horizon, rewards, the observation it sees, the validation schedule; null for
 weights, prompts and decoding, which it has none of), and as costs the
 environment steps both spend and the shortest-path searches the path follower
@@ -34,7 +34,7 @@ import numpy as np
 
 from sokoban_published import PUBLISHED_FILES
 
-from ..evaluation.manifest import SETTING, environment_settings, manifest_path, merge_costs, new_manifest
+from ..runtime.manifest import SETTING, environment_settings, manifest_path, merge_costs, new_manifest
 from ..evaluation.scoring import DEFAULT_VALIDATION
 from ..layout import EXAMPLE_EPISODES, VALIDATION_DATA
 from ..rows import BoardRow

@@ -16,7 +16,7 @@ does is decided and tested here:
   validation records carry too, and :func:`record_costs` once the step's metrics are
   in, so its timings join the costs of the run manifest beside the log.
 
-:func:`make_fair_envs` writes that manifest (:mod:`sokoban_tools.evaluation.manifest`)
+:func:`make_fair_envs` writes that manifest (:mod:`sokoban_tools.runtime.manifest`)
 from the composed config before any worker starts: the controlled settings ``compare``
 checks before it compares two runs.
 
@@ -32,7 +32,7 @@ from typing import Iterator
 
 from sokoban_published import PUBLISHED_FILES
 
-from ..evaluation.manifest import add_costs, costs_from_verl_metrics, manifest_from_verl_config, write_manifest
+from .manifest import add_costs, costs_from_verl_metrics, manifest_from_verl_config, write_manifest
 from ..layout import VALIDATION_DATA
 from .episodes import append_episodes
 from .projection import sokoban_projection

@@ -25,7 +25,7 @@ from pathlib import Path
 from ...evaluation import compare
 from ...evaluation.charts import PLOT_EXTRA, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
-from ...evaluation.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
+from ...runtime.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                        DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
