@@ -189,8 +189,8 @@ def measure() -> list[tuple[str, str, str, str]]:
     try:
         table += runtime_benchmark.manager_figures()
     except ImportError as err:
-        print(f"benchmark: no figures through verl-agent's manager: {err} (it needs torch==2.13.0, omegaconf, "
-              f"and for verl-agent's own environments transformers and matplotlib)", file=sys.stderr)
+        print(f"benchmark: no figures through verl-agent's manager: {err} (pip install -e '.[test,benchmark]')",
+              file=sys.stderr)
     table.append(("the test command, `python -m pytest` (in two processes, as `pyproject.toml` "
                   "runs it; its environments built; wall time)", _suite_time(), "", GOALS["suite"]))
     return table
