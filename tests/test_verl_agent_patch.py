@@ -49,10 +49,15 @@ VERL_WHEEL_VENV = Venv(
 )
 
 
-def patched_copy(directory: Path) -> Path:
-    """``directory``: a copy of verl-agent's files with the project's patch applied by ``git apply``."""
+def require_upstream() -> None:
+    """verl-agent's own files beside the clone, or the test is unavailable."""
     if not (UPSTREAM / "UPSTREAM_COMMIT").is_file():
         unavailable(f"verl-agent's files are missing at {UPSTREAM} (../shared/verl-agent)")
+
+
+def patched_copy(directory: Path) -> Path:
+    """``directory``: a copy of verl-agent's files with the project's patch applied by ``git apply``."""
+    require_upstream()
     shutil.copytree(UPSTREAM, directory)
     for path in directory.rglob("*"):
         path.chmod(path.stat().st_mode | 0o200)
@@ -235,6 +240,7 @@ def shell(line: str, cwd: Path, env: dict) -> str:
 
 @pytest.mark.slow
 def test_wheel__the_cards_commands_from_an_installed_package_with_boards_from_the_hub(tmp_path):
+    require_upstream()
     python = require_venv(VERL_WHEEL_VENV)
     olah = require_venv(OLAH)
     setup, launcher_lines, after = card_runtime_commands()
