@@ -1,6 +1,6 @@
 """The board-row format of ``fairness/*.jsonl``: writing, reading and refusing bad rows.
 
-One JSON object per line, keys in :data:`ROW_KEYS` order, compact separators,
+One JSON object per line, keys in ``sokoban_published.ROW_KEYS`` order, compact separators,
 ``\\n`` line ends: each line is exactly what :func:`encode_row` writes for its
 board, so a line that re-serialises to other bytes (CRLF, spaces, duplicate
 keys, escapes) is refused. Boards are 6x6 rooms walled all round, and seeds
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from sokoban_published import ROW_KEYS, row_problem
+from sokoban_published import row_problem
 
 from .paths import PathError, read_bounded
 from .rules.board import Board, from_lurd, lurd_of, play, to_lurd

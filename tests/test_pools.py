@@ -18,7 +18,7 @@ from sokoban_tools.pipeline.generate.generator import GeneratorConfig
 from sokoban_tools.layout import GENERATION_AUDIT_FILE
 from sokoban_tools.pipeline.generate.pools import POOLS, SOURCE_POOL, TRAINING_POOL, candidate_stream, scan_pool
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.rows import ROW_KEYS
+from sokoban_published import ROW_KEYS
 from sokoban_tools.rules.solver import shortest_solution
 from sokoban_tools.rules.symmetry import canonical_form
 
