@@ -182,6 +182,39 @@ def test_render__rejects_mismatched_shapes_and_unknown_codes():
             render_rgb([[1]], codes)
 
 
+def test_render_position__draws_what_render_rgb_draws_for_every_player_and_box_cell(pool_rows):
+    drawn = 0
+    for row in pool_rows[:100]:
+        fixed = row.board.room_fixed
+        cells = [(r, c) for r, line in enumerate(fixed) for c, code in enumerate(line) if code]
+        for player in cells:
+            for box in cells:
+                if player != box:
+                    board = Board(fixed, player, box)
+                    np.testing.assert_array_equal(sokoban_render.render_position(fixed, player, box),
+                                                  render_rgb(fixed, board.room_state()))
+                    drawn += 1
+    assert drawn > 10_000  # all pairs of open cells of 100 rooms
+
+
+def test_render_position__returns_a_fresh_image_and_its_cache_survives_writes():
+    board = Board.from_xsb(BOARDS["player_on_target"])
+    image = sokoban_render.render_position(board.room_fixed, board.player, board.box)
+    assert image.flags.writeable and image.dtype == np.uint8 and image.shape == (96, 96, 3)
+    image[...] = 0
+    np.testing.assert_array_equal(sokoban_render.render_position(board.room_fixed, board.player, board.box),
+                                  render_rgb(board.room_fixed, board.room_state()))
+
+
+def test_render_position__rejects_cells_outside_the_room_and_pieces_in_room_fixed():
+    board = Board.from_xsb(BOARDS["box_and_player_on_floor"])
+    for player, box in (((-1, 2), board.box), (board.player, (2, 6))):
+        with pytest.raises(ValueError, match="outside the 6x6 room"):
+            sokoban_render.render_position(board.room_fixed, player, box)
+    with pytest.raises(ValueError, match="room_fixed codes must be 0 wall, 1 floor or 2 target"):
+        sokoban_render.render_position(board.room_state(), board.player, board.box)
+
+
 def test_encode_png__palette_and_rgb_files_decode_to_the_rendered_pixels():
     board = Board.from_xsb(BOARDS["player_on_target"])
     expected = render_board(board)
