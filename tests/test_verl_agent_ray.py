@@ -13,6 +13,7 @@ import random
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,12 +22,13 @@ from conftest import REPO
 from unavailable import unavailable
 from sokoban_render import render_rgb
 from sokoban_tools.rules.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
+from sokoban_tools.runtime.config import runtime_config
 from sokoban_tools.runtime.env import FairSokobanEnv, render
 from sokoban_tools.runtime.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.runtime.tasks import load_validation, load_training
-from sokoban_tools.runtime.verl_agent import WorkersLost, build_sokoban_envs
-from traces import boards_of, calls_of, load_traces, mismatches
+from sokoban_tools.runtime.verl_agent import FairSokobanEnvs, WorkersLost, build_sokoban_envs
+from traces import RENDERS, boards_of, load_traces, mismatches
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
 CPUS = 2
@@ -72,11 +74,11 @@ def rows():
 
 def test_ray__the_environments_are_packed_into_ray_actors_one_call_each(ray, training):
     assert training.num_processes == 4 and training.workers.places == [(0, slot) for slot in range(4)]
-    assert len(training.workers.actors) == 1  # the default packs up to 32 environments an actor
+    assert len(training.workers.actors) == 1  # the default packs up to 128 environments an actor
     assert all(isinstance(actor, ray.actor.ActorHandle) for actor in training.workers.actors)
 
 
-def test_ray__reset_step_and_render_return_verl_agents_shapes_and_types(training):
+def test_ray__reset_step_and_render_return_verl_agents_shapes_and_types(ray, training):
     assert training.mode == "rgb_array"
     observations, infos = training.reset()
     assert len(observations) == len(infos) == 4
@@ -88,8 +90,10 @@ def test_ray__reset_step_and_render_return_verl_agents_shapes_and_types(training
     assert all(type(r) is float for r in rewards) and all(type(d) is bool for d in dones)
     assert all(set(i) == {"action_is_effective", "won"} and all(type(v) is bool for v in i.values()) for i in infos)
     assert infos[2] == {"action_is_effective": False, "won": False} and rewards[2] == -0.1
-    grids = training.render(mode="tiny_rgb_array")  # kept from the step's results: the actors' own renders
-    assert grids == training.workers.render("tiny_rgb_array", [0, 1, 2, 3])
+    grids = training.render(mode="tiny_rgb_array")  # drawn here from the positions the actors sent
+    [held] = ray.get([actor.__ray_call__.remote(lambda held: [env.render("tiny_rgb_array") for env in held.envs])
+                      for actor in training.workers.actors])
+    assert grids == held  # what the actors' own environments render
     assert len(grids) == 4 and all(isinstance(g, str) and g.count("\n") == 5 for g in grids)
     lists = training.render(mode="list")
     assert all(isinstance(rows, list) and len(rows) == 6 and all(isinstance(r, str) for r in rows) for rows in lists)
@@ -377,32 +381,43 @@ def test_ray__an_unsatisfiable_resource_request_fails_at_build(ray, options, nam
         build_sokoban_envs(**{"seed": 1, "env_num": 2, "env_kwargs": ENV_KWARGS, **options})
 
 
-def test_ray__every_trace_episode_replays_in_an_actor_of_the_drop_in(ray, training):
-    traces = load_traces()
-    training.reset()  # workers started again if another test released them
-    [actor] = training.workers.actors
+@pytest.mark.parametrize("mode", ["rgb_array", "tiny_rgb_array"])
+def test_ray__every_trace_episode_replays_through_the_drop_in_on_actors(ray, mode):
+    """Each trace of ``mode`` is one environment of a validation chunk holding them all (two
+    actors): its actions are stepped (action 0 once it has ended, which moves nothing), and the
+    observations, rewards, dones and infos the drop-in returns, its three renders after each
+    call and the actors' step counters must equal the recording."""
+    everything = load_traces()
+    traces, boards = zip(*[(trace, board) for trace, board in zip(everything, boards_of(everything))
+                           if trace["mode"] == mode])
+    rows = [SimpleNamespace(task_id=f"trace-{number}", board=board) for number, board in enumerate(boards)]
+    config = runtime_config(0, len(rows), 1, mode, {"num_cpus": 0}, False, ENV_KWARGS, method="traces", run=None,
+                            episode_log=None, sampler_state=None, backend="ray", envs_per_actor=-(-len(rows) // 2),
+                            max_restarts=0)
+    envs = FairSokobanEnvs(rows, "0" * 64, config)
+    try:
+        def after_call(envs):
+            renders = [envs.render(mode=name) for name in RENDERS]
+            counters = ray.get([actor.__ray_call__.remote(lambda held: [env.num_env_steps for env in held.envs])
+                                for actor in envs.workers.actors])
+            steps = [counters[number][slot] for number, slot in envs.workers.places]
+            return [[render[i] for render in renders] + [steps[i]] for i in range(len(rows))]
 
-    def replay_in_a_slice(held, calls, mode):
-        """A trace's calls on environment 0 of the actor's slice, through the slice's own methods."""
-        results = []
-        for method, *args in calls:
-            if method == "reset":
-                results += held.reset([0], args, mode, 15)
-            elif method == "step":
-                results += held.step([0], args)
-            elif method == "render":
-                results += held.render([0], *args)
-            else:
-                results.append(held.envs[0].num_env_steps)
-        return results
-
-    # the episode's calls run inside the actor, on the slice of environments it holds
-    futures = [actor.__ray_call__.remote(replay_in_a_slice, calls_of(trace, board), trace["mode"])
-               for trace, board in zip(traces, boards_of(traces))]
-    found = []
-    for trace, results in zip(traces, ray.get(futures)):
-        found += mismatches(trace, results)
-    assert len(traces) == 1200 and not found, "\n".join(found[:20])
+        envs.begin_pass(0)
+        observations, infos = envs.reset()
+        results = [[(observation, info), *later] for observation, info, later in
+                   zip(observations, infos, after_call(envs))]
+        for number in range(max(len(trace["actions"]) for trace in traces)):
+            playing = [number < len(trace["actions"]) for trace in traces]
+            actions = [trace["actions"][number] if live else 0 for trace, live in zip(traces, playing)]
+            stepped = zip(*envs.step(actions), after_call(envs))
+            for result, live, (observation, reward, done, info, later) in zip(results, playing, stepped):
+                if live:
+                    result += [(observation, reward, done, info), *later]
+        found = [problem for trace, result in zip(traces, results) for problem in mismatches(trace, result)]
+        assert len(traces) == 600 and not found, "\n".join(found[:20])
+    finally:
+        envs.close()
 
 
 def test_ray__close_leaves_no_actor(ray, training, validation):

@@ -36,11 +36,12 @@ environment: :meth:`FairSokobanEnv.reset` keeps only the row's board.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TypedDict
 
 import numpy as np
 
-from sokoban_render import render_rgb
+from sokoban_render import render_position
 
 from ..rows import BoardRow
 from ..rules.board import ACTIONS, ACTION_NAMES, TARGET, Board
@@ -56,6 +57,7 @@ MODES = ("rgb_array", "tiny_rgb_array", "list", "state")
 PLAYER_ON_TARGET = 6  # in the ``state`` render only; ``room_state`` itself keeps 5
 # Cell symbols of the ``list`` and ``tiny_rgb_array`` renders, by ``state`` code.
 SYMBOLS = ("#", "_", "O", "√", "X", "P", "S")
+TINY_CELLS = tuple(f" {symbol} \t" for symbol in SYMBOLS)  # a cell of the ``tiny_rgb_array`` render
 
 
 class StepInfo(TypedDict):
@@ -97,14 +99,19 @@ def is_action(action) -> bool:
 ACTION_CHOICES = "0 no action, " + ", ".join(f"{a} {ACTION_NAMES[a]}" for a in ACTIONS)
 
 
+def _codes(board: Board) -> list[list[int]]:
+    """``room_state`` codes with a player on a target shown as 6 (:data:`PLAYER_ON_TARGET`)."""
+    rows = [list(row) for row in board.room_state()]
+    row, column = board.player
+    if board.room_fixed[row][column] == TARGET:
+        rows[row][column] = PLAYER_ON_TARGET
+    return rows
+
+
 def state_grid(board: Board) -> np.ndarray:
     """The ``state`` render: ``room_state`` codes with a player on a target shown as 6,
     an (H, W) uint8 array."""
-    state = np.array(board.room_state(), dtype=np.uint8)
-    row, column = board.player
-    if board.room_fixed[row][column] == TARGET:
-        state[row, column] = PLAYER_ON_TARGET
-    return state
+    return np.array(_codes(board), dtype=np.uint8)
 
 
 def render(board: Board, mode: str):
@@ -114,19 +121,31 @@ def render(board: Board, mode: str):
     ``list``: H strings, cell symbols joined by single spaces. ``tiny_rgb_array``:
     one string, each cell as ``" " + symbol + " \\t"``, rows joined by ``"\\n"``.
     Symbols: ``#`` wall, ``_`` floor, ``O`` target, ``√`` box on target, ``X`` box,
-    ``P`` player, ``S`` player on target.
+    ``P`` player, ``S`` player on target. Arrays and lists are new on every call.
     """
-    if mode == "rgb_array":
-        return render_rgb(board.room_fixed, board.room_state())
     if mode not in MODES:
         raise ValueError(f"render mode must be one of {', '.join(MODES)}; got {mode!r}")
-    state = state_grid(board)
-    if mode == "state":
-        return state
-    rows = [[SYMBOLS[code] for code in row] for row in state.tolist()]
+    drawn = _drawn(board, mode)
     if mode == "list":
-        return [" ".join(row) for row in rows]
-    return "\n".join("".join(f" {symbol} \t" for symbol in row) for row in rows)
+        return list(drawn)
+    return drawn.copy() if isinstance(drawn, np.ndarray) else drawn
+
+
+@lru_cache(maxsize=1024)
+def _drawn(board: Board, mode: str):
+    """:func:`render`'s drawing, kept read-only: positions repeat (a step that moves nothing,
+    the copies of a group playing one board), and a driver draws every environment each
+    step. At most 1,024 positions, about 28 MB of images."""
+    if mode == "rgb_array":
+        drawn = render_position(board.room_fixed, board.player, board.box)
+    elif mode == "state":
+        drawn = state_grid(board)
+    elif mode == "list":
+        return tuple(" ".join(SYMBOLS[code] for code in row) for row in _codes(board))
+    else:
+        return "\n".join("".join(TINY_CELLS[code] for code in row) for row in _codes(board))
+    drawn.flags.writeable = False
+    return drawn
 
 
 class FairSokobanEnv:
@@ -164,6 +183,17 @@ class FairSokobanEnv:
     def reset(self, task: BoardRow | Board) -> tuple[object, ResetInfo]:
         """Restore a stored initial board; only its board is read, never its
         solution or seed."""
+        info = self.start(task)
+        return self.render(), info
+
+    def step(self, action: int) -> tuple[object, float, bool, StepInfo]:
+        """Play one action: 0 none (see the module docstring), 1 up, 2 down, 3 left, 4 right."""
+        reward, done, info = self.play(action)
+        return self.render(), reward, done, info
+
+    def start(self, task: BoardRow | Board) -> ResetInfo:
+        """:meth:`reset` without the observation, for workers that send the position
+        (:attr:`board`) instead of its image."""
         board = task.board if isinstance(task, BoardRow) else task
         if not isinstance(board, Board):
             raise TypeError(f"reset takes a BoardRow or a Board, not {type(task).__name__}")
@@ -173,21 +203,20 @@ class FairSokobanEnv:
         if board.is_solved:
             raise ValueError("the board is already solved; stored boards never are")
         self._board, self._steps = board, 0
-        return self.render(), ResetInfo(won=False)
+        return ResetInfo(won=False)
 
-    def step(self, action: int) -> tuple[object, float, bool, StepInfo]:
-        """Play one action: 0 none (see the module docstring), 1 up, 2 down, 3 left, 4 right."""
+    def play(self, action: int) -> tuple[float, bool, StepInfo]:
+        """:meth:`step` without the observation: ``(reward, done, info)``."""
         if not is_action(action):
             raise ValueError(f"action must be an integer, one of {ACTION_CHOICES}; got {action!r}")
         before = self.board
         if action == NO_ACTION:
-            return self.render(), STEP_PENALTY, False, StepInfo(action_is_effective=False, won=False)
+            return STEP_PENALTY, False, StepInfo(action_is_effective=False, won=False)
         after, outcome = before.move(int(action))
         self._board = after
         self._steps += 1
         done = after.is_solved or self._steps == self.max_steps
-        info = StepInfo(action_is_effective=outcome != "none", won=after.is_solved)
-        return self.render(), step_reward(before, after), done, info
+        return step_reward(before, after), done, StepInfo(action_is_effective=outcome != "none", won=after.is_solved)
 
     def render(self, mode: str | None = None):
         """The current position in ``mode`` (default: the constructor's), see :func:`render`."""

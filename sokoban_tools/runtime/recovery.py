@@ -30,7 +30,6 @@ class WorkersLost(WorkerError):
 class _Entry:
     board: Board
     label: str  # the board's task ID, for the message if the environment is lost
-    mode: str
     max_steps: int
     actions: list[int] = field(default_factory=list)
 
@@ -41,17 +40,17 @@ class Journal:
     def __init__(self):
         self._entries: dict[int, _Entry] = {}
 
-    def reset(self, index: int, board: Board, label: str, mode: str, max_steps: int) -> None:
-        self._entries[index] = _Entry(board, label, mode, max_steps)
+    def reset(self, index: int, board: Board, label: str, max_steps: int) -> None:
+        self._entries[index] = _Entry(board, label, max_steps)
 
     def step(self, index: int, action: int) -> None:
         self._entries[index].actions.append(action)
 
-    def replay(self, indices: list[int]) -> list[tuple[Board, str, int, list[int]]]:
-        """``(board, mode, max_steps, actions)`` for each of ``indices`` that has played (``None`` otherwise)."""
+    def replay(self, indices: list[int]) -> list[tuple[Board, int, list[int]]]:
+        """``(board, max_steps, actions)`` for each of ``indices`` that has played (``None`` otherwise)."""
         return [None if i not in self._entries else
-                (self._entries[i].board, self._entries[i].mode, self._entries[i].max_steps,
-                 list(self._entries[i].actions)) for i in indices]
+                (self._entries[i].board, self._entries[i].max_steps, list(self._entries[i].actions))
+                for i in indices]
 
     def lost(self, indices: list[int], max_restarts: int, cause: BaseException) -> WorkersLost:
         """The error for environments ``indices`` lost for good."""

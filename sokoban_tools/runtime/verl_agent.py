@@ -11,7 +11,9 @@ object with the same surface: ``mode``, ``reset() -> (obs_list, info_list)``,
 :class:`sokoban_tools.runtime.env.FairSokobanEnv`, which behaves step for step like the
 original; where they run is :mod:`sokoban_tools.runtime.workers` (Ray actors holding
 several environments each, shared by the training and validation environments of a
-process, restored step-exact when lost).
+process, restored step-exact when lost). The workers send back positions, and this
+process draws the observations and renders from them, with the environment's own
+:func:`sokoban_tools.runtime.env.render`.
 
 What differs is where boards come from, decided in the driver process, never in a
 worker (a worker receives a :class:`Board` and nothing else: no seed, solution or
@@ -45,9 +47,10 @@ from types import MappingProxyType
 
 from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..rows import BoardRow
+from ..rules.board import Board
 from .boards import load_boards
 from .config import FAIRNESS_SETTINGS, DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config  # noqa: F401
-from .env import ACTION_CHOICES, MODES, NO_ACTION, is_action
+from .env import ACTION_CHOICES, MODES, NO_ACTION, is_action, render
 from .episodes import EpisodeRecord, append_episodes
 from .recovery import WorkerError, WorkersLost  # noqa: F401 - raised through FairSokobanEnvs
 from .schedule import TrainingSchedule, ValidationSchedule
@@ -63,6 +66,7 @@ class _Episode:
     position: int  # the board's position in its file
     task_id: str
     update: int
+    board: Board  # where the player and the box are now
     actions: int = 0
     total: float = 0.0
     won: bool = False
@@ -90,10 +94,6 @@ class FairSokobanEnvs:
             self._envs_per_actor = worker_pool.ray_actor_size(config.resources, config.envs_per_actor,
                                                               self.num_processes)
         self._workers: worker_pool.Workers | None = None
-        # verl-agent's manager renders every environment as text after each reset and step of
-        # an image mode: the workers return those renders with the results, saving a round trip
-        self._text_mode = "tiny_rgb_array" if config.mode == "rgb_array" else None
-        self._texts: list | None = None  # the text renders of the current positions
         self._episodes: list[_Episode] = []
         self._finished: list[EpisodeRecord] = []
         self._start_workers()
@@ -107,17 +107,17 @@ class FairSokobanEnvs:
         self._start_workers()
         positions, update = self._schedule.next_reset()
         worker_pool.lease(self._workers, self)
-        self._episodes = [_Episode(p, self._rows[p].task_id, update) for p in positions]
-        results = self._with_texts(self._workers.reset(
-            [self._rows[p].board for p in positions], [self._rows[p].task_id for p in positions], self.mode,
-            self.config.max_steps, self._text_mode))
-        return [obs for obs, _ in results], [info for _, info in results]
+        boards = [self._rows[p].board for p in positions]
+        self._episodes = [_Episode(p, self._rows[p].task_id, update, board) for p, board in zip(positions, boards)]
+        results = self._workers.reset(boards, [episode.task_id for episode in self._episodes], self.config.max_steps)
+        return self._observations(results), [info for _, info in results]
 
     def step(self, actions):
         """One action per environment (0-4); returns ``(obs_list, reward_list, done_list, info_list)``."""
         actions = self._checked_actions(actions)
         self._require_episodes()
-        results = self._with_texts(self._workers.step(actions, self._text_mode))
+        results = self._workers.step(actions)
+        observations = self._observations(results)
         finished = []
         for episode, action, (_, reward, done, info) in zip(self._episodes, actions, results):
             if episode.ended:
@@ -128,19 +128,17 @@ class FairSokobanEnvs:
                 episode.won = bool(info["won"])
                 finished.append(episode)
         self._record(finished)
-        obs, rewards, dones, infos = ([result[k] for result in results] for k in range(4))
-        return obs, rewards, dones, infos
+        _, rewards, dones, infos = map(list, zip(*results))
+        return observations, rewards, dones, infos
 
     def render(self, mode: str = "rgb_array", env_idx: int | None = None):
         """Every environment's current position in ``mode`` (a list), or environment ``env_idx``'s alone."""
         if mode not in MODES:
             raise ValueError(f"render mode must be one of {', '.join(MODES)}; got {mode!r}")
         self._require_episodes("render")
-        if mode == self._text_mode and self._texts is not None:
-            return list(self._texts) if env_idx is None else self._texts[self._checked_index(env_idx)]
         if env_idx is None:
-            return self._workers.render(mode, list(range(self.num_processes)))
-        return self._workers.render(mode, [self._checked_index(env_idx)])[0]
+            return [render(episode.board, mode) for episode in self._episodes]
+        return render(self._episodes[self._checked_index(env_idx)].board, mode)
 
     def close(self) -> None:
         """Record the open episodes and release the workers, which this process's training and
@@ -241,12 +239,11 @@ class FairSokobanEnvs:
             raise RuntimeError(f"nothing to {what}: call reset() first (a close(), or the other phase's "
                                f"reset(), which takes the shared workers, ends this phase's episodes)")
 
-    def _with_texts(self, results: list) -> list:
-        """``results`` without the text renders the workers paired them with, which are kept."""
-        if self._text_mode is None:
-            return results
-        self._texts = [text for _, text in results]
-        return [result for result, _ in results]
+    def _observations(self, results: list) -> list:
+        """Move each episode's board to the position its worker reports, and draw it in ``mode``."""
+        for episode, ((player, box), *_) in zip(self._episodes, results):
+            episode.board = Board(episode.board.room_fixed, player, box)
+        return [render(episode.board, self.mode) for episode in self._episodes]
 
     def _checked_index(self, env_idx) -> int:
         if isinstance(env_idx, bool) or not isinstance(env_idx, int) or not 0 <= env_idx < self.num_processes:

@@ -4,7 +4,7 @@ verl-agent starts one Ray actor per environment, so every ``step`` of 256
 environments costs 256 round trips although one step takes microseconds. Here
 each actor is an :class:`EnvSlice` of up to ``envs_per_actor`` environments
 (default :data:`DEFAULT_ENVS_PER_ACTOR`, fewer if the largest node cannot hold
-that many) and a ``reset``/``step``/``render`` is one call per actor. An actor
+that many) and a ``reset``/``step`` is one call per actor. An actor
 asks Ray for ``resources_per_worker`` (per environment, as verl-agent means it)
 times the environments it holds; a request no node of the cluster can ever grant
 is refused at build (:func:`check_capacity`) instead of waiting forever.
@@ -29,7 +29,10 @@ from .config import RAY_RESOURCES
 from .env import FairSokobanEnv
 from .recovery import Journal, WorkerError, recover
 
-DEFAULT_ENVS_PER_ACTOR = 32
+# A Ray call costs about a millisecond however little it carries, and a step of 128
+# environments inside an actor about as much: few large slices keep a step's round
+# trips few (verl-agent's launcher's 256 training environments take two actors).
+DEFAULT_ENVS_PER_ACTOR = 128
 
 
 class EnvironmentFailure(Exception):
@@ -41,35 +44,45 @@ class EnvironmentFailure(Exception):
 
 
 class EnvSlice:
-    """Some environments in one process (a Ray actor's, or the driver's), addressed by slot."""
+    """Some environments in one process (a Ray actor's, or the driver's), addressed by slot.
+
+    Results carry each environment's position, its ``(player, box)`` cells, instead of an
+    observation: the driver knows every room and draws the observations itself
+    (:func:`sokoban_tools.runtime.env.render`), so a step of 256 environments sends a few
+    kilobytes back instead of 256 images of 27 KB.
+    """
 
     def __init__(self, size: int):
         self.envs: list[FairSokobanEnv | None] = [None] * size
 
-    def reset(self, slots: list[int], boards: list[Board], mode: str, max_steps: int, also: str | None = None) -> list:
-        """Each result, or with ``also`` (a render mode) a pair: the result and that render after it."""
+    def reset(self, slots: list[int], boards: list[Board], max_steps: int) -> list:
+        """``(position, info)`` for each environment, reset to its board."""
         results = []
         for slot, board in zip(slots, boards):
-            self.envs[slot] = FairSokobanEnv(mode, max_steps)
-            results.append(self._with(slot, also, self._run(slot, "reset", board)))
+            self.envs[slot] = FairSokobanEnv(max_steps=max_steps)
+            info = self._run(slot, "start", board)
+            results.append((self._position(slot), info))
         return results
 
-    def step(self, slots: list[int], actions: list[int], also: str | None = None) -> list:
-        return [self._with(slot, also, self._run(slot, "step", action)) for slot, action in zip(slots, actions)]
-
-    def render(self, slots: list[int], mode: str) -> list:
-        return [self._run(slot, "render", mode) for slot in slots]
+    def step(self, slots: list[int], actions: list[int]) -> list:
+        """``(position, reward, done, info)`` for each environment, after its action."""
+        results = []
+        for slot, action in zip(slots, actions):
+            reward, done, info = self._run(slot, "play", action)
+            results.append((self._position(slot), reward, done, info))
+        return results
 
     def restore(self, slots: list[int], plans: list) -> None:
-        """Rebuild environments from the driver's journal: ``(board, mode, max_steps, actions)`` each."""
+        """Rebuild environments from the driver's journal: ``(board, max_steps, actions)`` each."""
         for slot, plan in zip(slots, plans):
             if plan is not None:
-                board, mode, max_steps, actions = plan
-                self.reset([slot], [board], mode, max_steps)
+                board, max_steps, actions = plan
+                self.reset([slot], [board], max_steps)
                 self.step([slot] * len(actions), actions)
 
-    def _with(self, slot: int, also: str | None, result):
-        return result if also is None else (result, self._run(slot, "render", also))
+    def _position(self, slot: int) -> tuple:
+        board = self.envs[slot].board
+        return board.player, board.box
 
     def ping(self) -> bool:
         return True
@@ -101,18 +114,14 @@ class Workers:
             number = self._start_slice(size)
             self.places += [(number, slot) for slot in range(size)]
 
-    def reset(self, boards: list[Board], labels: list[str], mode: str, max_steps: int, also: str | None = None) -> list:
-        """Reset environments 0..len(boards)-1 to ``boards`` (``labels``: their task IDs); with
-        ``also``, each result comes paired with the render in that mode (see :meth:`EnvSlice.reset`)."""
-        return self._call("reset", boards, lambda slots, items: (slots, items, mode, max_steps, also))
+    def reset(self, boards: list[Board], labels: list[str], max_steps: int) -> list:
+        """Reset environments 0..len(boards)-1 to ``boards`` (``labels``: their task IDs); the
+        results of :meth:`EnvSlice.reset`, in environment order."""
+        return self._call("reset", boards, lambda slots, items: (slots, items, max_steps))
 
-    def step(self, actions: list[int], also: str | None = None) -> list:
-        return self._call("step", actions, lambda slots, items: (slots, items, also))
-
-    def render(self, mode: str, indices: list[int]) -> list:
-        by_slice = self._by_slice(indices)
-        results = self._run("render", {number: (slots, mode) for number, (_, slots) in by_slice.items()})
-        return self._in_order(indices, by_slice, results)
+    def step(self, actions: list[int]) -> list:
+        """The results of :meth:`EnvSlice.step`, one action per environment, in environment order."""
+        return self._call("step", actions, lambda slots, items: (slots, items))
 
     def _call(self, method: str, items: list, arguments) -> list:
         indices = list(range(len(items)))
@@ -196,13 +205,13 @@ class RayWorkers(Workers):
         self.actors.append(self._actor_class.options(scheduling_strategy="SPREAD", **options).remote(size))
         return len(self.actors) - 1
 
-    def reset(self, boards, labels, mode, max_steps, also=None):
+    def reset(self, boards, labels, max_steps):
         for index, (board, label) in enumerate(zip(boards, labels)):
-            self.journal.reset(index, board, label, mode, max_steps)
-        return super().reset(boards, labels, mode, max_steps, also)
+            self.journal.reset(index, board, label, max_steps)
+        return super().reset(boards, labels, max_steps)
 
-    def step(self, actions, also=None):
-        results = super().step(actions, also)
+    def step(self, actions):
+        results = super().step(actions)
         for index, action in enumerate(actions):
             self.journal.step(index, action)
         return results

@@ -37,6 +37,7 @@ from ...rows import BoardRow, DataError, read_board_file, read_regular_file, rea
 from ...rules.board import ACTION_NAMES, from_lurd
 from ...rules.images import render_board
 from ...runtime.env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from ...runtime.workers import DEFAULT_ENVS_PER_ACTOR
 from ..artifacts import command_line, run_command
 from ..baselines import HORIZON, POLICIES
 from ..example_policies import log_path
@@ -307,6 +308,7 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "actions": ", ".join(f"{action} {name}" for action, name in ACTION_NAMES.items()),
         "image_size": "×".join(map(str, render_board(validation[0].board).shape[:2])),
         "horizon": DEFAULT_MAX_STEPS,
+        "envs_per_actor": DEFAULT_ENVS_PER_ACTOR,
         "plot_extra": PLOT_EXTRA,
         "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,
