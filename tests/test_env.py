@@ -28,7 +28,7 @@ from conftest import REPO
 from unavailable import unavailable
 from sokoban_render import render_rgb
 from sokoban_tools.rules.board import DOWN, RIGHT, UP, Board, from_lurd
-from sokoban_tools.runtime.env import DEFAULT_MAX_STEPS, NO_ACTION, FairSokobanEnv, step_reward
+from sokoban_tools.runtime.env import DEFAULT_MAX_STEPS, MODES, NO_ACTION, FairSokobanEnv, render, step_reward
 from sokoban_tools.rules.images import replay_frames
 from sokoban_tools.pipeline.publish.runtime_benchmark import load_into_gym
 from sokoban_tools.runtime.tasks import load_validation
@@ -161,6 +161,21 @@ NO_TARGET = tuple(tuple(1 if v == 2 else v for v in row) for row in CORRIDOR.roo
 def test_reset__refuses_a_board_that_breaks_the_boards_invariants_with_the_reason(board, reason):
     with pytest.raises(ValueError, match=rf"cannot be played: .*{re.escape(reason)}"):
         FairSokobanEnv().reset(board)
+
+
+def test_render__gives_new_arrays_and_lists_each_call_though_it_keeps_what_it_drew(train_rows):
+    board = train_rows[0].board
+    for mode in MODES:
+        first = render(board, mode)
+        if isinstance(first, np.ndarray):
+            assert first.flags.writeable
+            first[...] = 0
+        elif isinstance(first, list):
+            first[0] = "changed"
+    state = board.room_state()
+    np.testing.assert_array_equal(render(board, "rgb_array"), render_rgb(board.room_fixed, state))
+    assert render(board, "list")[0] == " ".join("#_O√XPS"[code] for code in state[0])
+    assert render(board, "state").tolist()[0] == list(state[0])
 
 
 def test_stored_solutions__win_on_their_last_action(pool_rows):
