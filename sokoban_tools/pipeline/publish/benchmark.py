@@ -26,12 +26,13 @@ import time
 import numpy as np
 
 from sokoban_fairness import SokobanFairness, cache_hash, render_rgb
+from sokoban_render import render_position
 
 from ...evaluation import score
 from ...files import sha256_file, write_atomic
 from ...layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
 from ...rows import read_rows
-from ...rules.board import Board
+from ...rules.board import Board, from_lurd, play
 from ...rules.solver import shortest_solution
 from ...runtime.episodes import EpisodeRecord, append_episodes
 from .. import baselines
@@ -42,6 +43,7 @@ from . import card, original, runtime_benchmark
 
 GENERATOR_SEEDS = range(3000)
 SOLVER_BOARD_STRIDE = 3  # every 3rd pool board, 2,000 boards: the original takes ~1.5 ms each
+RUNTIME_RENDER_ROWS = 256  # boards whose solution positions the runtime renderer draws
 REPEATS = 5  # the minimum of repeats, as timeit advises; this shared machine has bursts of other load
 # Goals from issue 11, shown beside the figures they bound.
 GOALS = {"generator": "≤ 0.14 ms, ≥ 20× faster", "pools": "≤ 5 s", "reproduce": "≤ 15 s", "suite": "≤ 4 min"}
@@ -148,7 +150,8 @@ def _load_seconds(with_images: bool, cache_dir: str) -> float:
 
 def measure() -> list[tuple[str, str, str, str]]:
     """(what, this code, original in the same run, goal) rows, in table order."""
-    boards = [row.board for spec in pools.POOLS for row in read_rows(DATA_DIR / spec.file)]
+    rows = [row for spec in pools.POOLS for row in read_rows(DATA_DIR / spec.file)]
+    boards = [row.board for row in rows]
     solver_boards = boards[::SOLVER_BOARD_STRIDE]
     compare = _original_available()
     if compare:
@@ -171,6 +174,17 @@ def measure() -> list[tuple[str, str, str, str]]:
     states = [(b.room_fixed, b.room_state()) for b in boards]
     render_s = _cpu_seconds(lambda: [render_rgb(f, s) for f, s in states])
     table.append(("renderer, per 6×6 board (CPU time)", f"{render_s / len(states) * 1e6:,.0f} µs", "", ""))
+    positions = [after for row in rows[:RUNTIME_RENDER_ROWS]
+                 for after, _ in play(row.board, from_lurd(row.shortest_solution))]
+
+    def draw_positions():
+        return [render_position(b.room_fixed, b.player, b.box) for b in positions]
+
+    first_s, position_s = _cpu_seconds(draw_positions), _cpu_seconds(draw_positions)
+    table.append((f"the runtime's renderer, `render_position`, per position: the same image drawn over its "
+                  f"room's, which is kept (the {len(positions):,} positions of {RUNTIME_RENDER_ROWS} boards' "
+                  f"solutions, each room drawn once before; in brackets, with the rooms drawn; CPU time)",
+                  f"{position_s / len(positions) * 1e6:,.1f} µs ({first_s / len(positions) * 1e6:,.1f} µs)", "", ""))
     workers = default_workers()
     table.append((f"`python -m sokoban_tools pools --check` ({workers} worker processes; wall time)",
                   _command_time("sokoban_tools", "pools"), "", GOALS["pools"]))
