@@ -7,7 +7,7 @@ each actor is an :class:`EnvSlice` of up to ``envs_per_actor`` environments
 that many) and a ``reset``/``step`` is one call per actor. An actor
 asks Ray for ``resources_per_worker`` (per environment, as verl-agent means it)
 times the environments it holds; a request no node of the cluster can ever grant
-is refused at build (:func:`check_capacity`) instead of waiting forever.
+is refused at build (:func:`ray_actor_size`) instead of waiting forever.
 
 The workers of a process are shared by its training and validation environments
 (:func:`lease`): a phase's ``reset()`` takes them, ending the other phase's open
