@@ -11,8 +11,8 @@ ray.init(num_cpus=2, include_dashboard=False)
 env_kwargs = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
 common = dict(mode="rgb_array", env_kwargs=env_kwargs, method="random-policy", run="seed0",
               episode_log="episodes.jsonl")
-envs = build_sokoban_envs(0, 2, 2, is_train=True, **common)  # train_batch_size 2, rollout.n 2: 4 actors
-val_envs = build_sokoban_envs(1000, 4, 1, is_train=False, **common)  # val_batch_size 4 (128 in the launchers)
+envs = build_sokoban_envs(0, 2, 2, is_train=True, **common)  # train_batch_size 2, rollout.n 2: 4 environments
+val_envs = build_sokoban_envs(1000, 16, 1, is_train=False, **common)  # val_batch_size 16 (128 in the launchers)
 policy = random.Random(0)
 
 
