@@ -1,7 +1,9 @@
 """The runtime environment: one stored board played exactly as verl-agent's ``SokobanEnv`` plays it.
 
-:class:`FairSokobanEnv` is the environment every worker of the drop-in runtime
-(:mod:`sokoban_tools.runtime.verl_agent`) runs, one instance per Ray actor. It restores
+:class:`FairSokobanEnv` is the environment the workers of the drop-in runtime
+(:mod:`sokoban_tools.runtime.verl_agent`) run, one instance per environment, many to a
+Ray actor; they play it with :meth:`FairSokobanEnv.start` and :meth:`FairSokobanEnv.play`
+and send back positions, which the driver draws with :func:`render`. It restores
 the complete stored board on every reset (it never regenerates a room from a
 seed) and otherwise behaves step for step like verl-agent's Sokoban
 environment, as recorded in the runtime traces of the original code
