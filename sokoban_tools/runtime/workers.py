@@ -124,26 +124,15 @@ class Workers:
         return self._call("step", actions, lambda slots, items: (slots, items))
 
     def _call(self, method: str, items: list, arguments) -> list:
-        indices = list(range(len(items)))
-        by_slice = self._by_slice(indices)
-        jobs = {number: arguments(slots, [items[i] for i in envs]) for number, (envs, slots) in by_slice.items()}
-        return self._in_order(indices, by_slice, self._run(method, jobs))
-
-    def _by_slice(self, indices: list[int]) -> dict[int, tuple[list[int], list[int]]]:
-        grouped: dict[int, tuple[list[int], list[int]]] = {}
-        for index in indices:
-            number, slot = self.places[index]
-            envs, slots = grouped.setdefault(number, ([], []))
-            envs.append(index)
+        """``method`` on environments 0..len(items)-1, one call per slice; results in environment
+        order, which is slice order, since :meth:`ensure` numbers environments slice after slice."""
+        grouped: dict[int, tuple[list, list[int]]] = {}  # slice -> (its items, their slots)
+        for item, (number, slot) in zip(items, self.places):
+            mine, slots = grouped.setdefault(number, ([], []))
+            mine.append(item)
             slots.append(slot)
-        return grouped
-
-    @staticmethod
-    def _in_order(indices, by_slice, results) -> list:
-        found = {}
-        for number, (envs, _) in by_slice.items():
-            found.update(zip(envs, results[number]))
-        return [found[index] for index in indices]
+        results = self._run(method, {number: arguments(slots, mine) for number, (mine, slots) in grouped.items()})
+        return [result for number in grouped for result in results[number]]
 
     def _failure(self, number: int, failure: EnvironmentFailure) -> WorkerError:
         index = self.places.index((number, failure.slot))
