@@ -41,7 +41,7 @@ from sokoban_tools.layout import (DATA_DIR, GENERATION_AUDIT_FILE, SELECTION_FIL
                                   SOURCE_POOL_NAME, VALIDATION_FILE, published)
 from sokoban_tools.protocol import VALIDATION_SIZE, PROTOCOL, STRATA, histogram, stratum_of
 from sokoban_tools.pipeline.artifacts import command_line, json_document, run_command
-from sokoban_tools.rows import REGENERATE_HINT, BoardRow, parse_rows, read_regular_file
+from sokoban_tools.records.rows import REGENERATE_HINT, BoardRow, parse_rows, read_regular_file
 
 COMMAND = "python select_evaluation_256.py"
 POOLS_HINT = "regenerate it with `python -m sokoban_tools pools`"

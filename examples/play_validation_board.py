@@ -6,7 +6,7 @@ from pathlib import Path
 from sokoban_tools.rules.board import from_lurd
 from sokoban_tools.rules.images import save_gif
 from sokoban_tools.runtime.env import FairSokobanEnv
-from sokoban_tools.runtime.tasks import load_validation
+from sokoban_tools.records.tasks import load_validation
 
 boards = load_validation("fairness/evaluation.jsonl")  # the validation split; checks its 256 rows and SHA-256
 row = boards[0]

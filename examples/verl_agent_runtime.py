@@ -4,8 +4,8 @@ import random
 
 import ray
 
-from sokoban_tools.runtime.episodes import read_episodes
-from sokoban_tools.runtime.verl_agent import build_sokoban_envs
+from sokoban_tools.records.episodes import read_episodes
+from sokoban_tools.integrations.verl_agent.envs import build_sokoban_envs
 
 ray.init(num_cpus=2, include_dashboard=False)
 env_kwargs = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}

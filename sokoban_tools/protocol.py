@@ -19,6 +19,13 @@ STRATA = (("1-4", 1, 4), ("5-8", 5, 8), ("9-14", 9, 14))
 DIM_ROOM = (6, 6)
 NUM_BOXES = 1
 SEARCH_DEPTH = 30
+# verl-agent's Sokoban rewards and its launcher's horizon (env.max_steps in run_sokoban.sh),
+# which the runtime plays, the baselines assume and the manifests record.
+STEP_PENALTY = -0.1
+BOX_ON_TARGET_REWARD = 1.0
+BOX_OFF_TARGET_PENALTY = -1.0
+WIN_REWARD = 10.0
+DEFAULT_MAX_STEPS = 15
 
 
 def stratum_of(length: int) -> str | None:

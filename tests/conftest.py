@@ -20,7 +20,7 @@ SHARED_VECTORS = REPO.parent / "shared" / "vectors"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from sokoban_tools.rows import read_rows  # noqa: E402
+from sokoban_tools.records.rows import read_rows  # noqa: E402
 
 
 @pytest.fixture(scope="session")

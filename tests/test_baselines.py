@@ -14,9 +14,9 @@ import pytest
 from conftest import DATA_DIR, REPO
 from sokoban_tools.pipeline import baselines
 from sokoban_tools.rules.board import ACTIONS
-from sokoban_tools.runtime.env import (BOX_ON_TARGET_REWARD, STEP_PENALTY, WIN_REWARD, FairSokobanEnv,
-                                       step_reward)
-from sokoban_tools.rows import read_rows
+from sokoban_tools.protocol import BOX_ON_TARGET_REWARD, STEP_PENALTY, WIN_REWARD
+from sokoban_tools.runtime.env import FairSokobanEnv, step_reward
+from sokoban_tools.records.rows import read_rows
 
 
 @pytest.fixture(scope="module")

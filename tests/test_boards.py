@@ -1,4 +1,4 @@
-"""Where the runtime's and scoring's boards come from (sokoban_tools.runtime.boards).
+"""Where the runtime's and scoring's boards come from (sokoban_tools.records.boards).
 
 A local folder when given, a Hub revision when given, else the clone or the pinned
 release on the Hub. What is missing is named as missing; only a file that is not the
@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO
 from sokoban_published import PUBLISHED_FILES, RELEASE, ChecksumError
 from sokoban_tools.layout import TRAIN_DATA, VALIDATION_DATA
-from sokoban_tools.runtime.boards import RELEASE_REVISION, BoardsNotFound, board_file, load_boards
+from sokoban_tools.records.boards import RELEASE_REVISION, BoardsNotFound, board_file, load_boards
 from venvs import offline_env, run_client
 
 
@@ -81,7 +81,7 @@ def test_bad_sources_are_refused_naming_the_argument(arguments, error, message):
 
 _OFFLINE = '''
 sys.path.insert(0, ARGS["repo"])
-import sokoban_tools.runtime.boards as boards
+import sokoban_tools.records.boards as boards
 
 def default_outside_a_clone():
     boards.runs_from_clone = lambda: False  # as from site-packages

@@ -17,7 +17,7 @@ from sokoban_tools.pipeline.publish import card
 from sokoban_tools.pipeline.artifacts import publish
 from sokoban_tools.layout import CONFIGURATIONS, DOC_PAGES
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.rows import DataError
+from sokoban_tools.records.rows import DataError
 
 README = REPO / "README.md"
 CARD_LIMIT = 10 * 1024  # bytes: a card a Hub visitor reads in a minute; the rest is in docs/

@@ -28,10 +28,11 @@ from conftest import REPO
 from unavailable import unavailable
 from sokoban_render import render_rgb
 from sokoban_tools.rules.board import DOWN, RIGHT, UP, Board, from_lurd
-from sokoban_tools.runtime.env import DEFAULT_MAX_STEPS, MODES, NO_ACTION, FairSokobanEnv, render, step_reward
+from sokoban_tools.protocol import DEFAULT_MAX_STEPS
+from sokoban_tools.runtime.env import MODES, NO_ACTION, FairSokobanEnv, render, step_reward
 from sokoban_tools.rules.images import replay_frames
 from sokoban_tools.pipeline.publish.runtime_benchmark import load_into_gym
-from sokoban_tools.runtime.tasks import load_validation
+from sokoban_tools.records.tasks import load_validation
 
 # A corridor: player, box, target in a row; the box is one push from its target.
 CORRIDOR = Board.from_xsb("######\n#@$. #\n#    #\n#    #\n#    #\n######")

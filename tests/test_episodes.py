@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from sokoban_tools.runtime.episodes import EPISODE_KEYS, EpisodeRecord, append_episodes, read_episodes
-from sokoban_tools.rows import DataError
+from sokoban_tools.records.episodes import EPISODE_KEYS, EpisodeRecord, append_episodes, read_episodes
+from sokoban_tools.records.rows import DataError
 
 DIGEST = "ab" * 32
 

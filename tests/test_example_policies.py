@@ -5,9 +5,9 @@ import pytest
 
 from sokoban_tools.evaluation import compare, score
 from sokoban_tools.pipeline import example_policies
-from sokoban_tools.runtime.env import BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
-from sokoban_tools.runtime.episodes import read_episodes
-from sokoban_tools.runtime.tasks import load_validation
+from sokoban_tools.protocol import BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from sokoban_tools.records.episodes import read_episodes
+from sokoban_tools.records.tasks import load_validation
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_example__a_pass_is_the_same_when_played_again():
 
 
 def test_example__each_log_has_a_manifest_whose_settings_match_and_whose_costs_count_the_work(logs):
-    from sokoban_tools.runtime.manifest import manifest_path, read_manifest
+    from sokoban_tools.records.manifest import manifest_path, read_manifest
 
     report = compare.compare([logs / "path-follower.jsonl"], [logs / "random.jsonl"], resamples=200)
     assert report["settings"]["checked"] and report["settings"]["allowed_differences"] == []

@@ -244,7 +244,7 @@ def test_a_stale_file_from_the_hub_is_refused_by_the_script_on_datasets36(stale_
 
 _RUNTIME_BOARDS = '''
 sys.path.insert(0, ARGS["repo"])
-from sokoban_tools.runtime.boards import load_boards
+from sokoban_tools.records.boards import load_boards
 
 def boards():
     rows, sha256 = load_boards("fairness/evaluation.jsonl", hub_revision=ARGS["revision"])

@@ -26,7 +26,7 @@ from packaging.requirements import Requirement
 from conftest import REPO
 from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.layout import TRAIN_DATA as TRAIN_FILE, VALIDATION_DATA as EVALUATION_FILE
-from sokoban_tools.runtime.tasks import load_training
+from sokoban_tools.records.tasks import load_training
 from unavailable import unavailable
 from venvs import Venv, VenvUnavailable, build_wheel, require_venv, run_client
 
@@ -96,8 +96,8 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
     from sokoban_tools.runtime.env import FairSokobanEnv
     from sokoban_tools.runtime.sampler import TrainingSampler, validation_chunks
     from sokoban_tools.evaluation.score import score
-    from sokoban_tools.runtime.tasks import load_validation, load_training
-    from sokoban_tools.runtime.verl_agent import build_sokoban_envs
+    from sokoban_tools.records.tasks import load_validation, load_training
+    from sokoban_tools.integrations.verl_agent.envs import build_sokoban_envs
 
     boards = load_validation(ARGS["evaluation"])
     row = boards[0]

@@ -17,8 +17,8 @@ import pytest
 from conftest import REPO
 from sokoban_tools.rules.board import from_lurd
 from sokoban_tools.runtime.env import MODES, FairSokobanEnv
-from sokoban_tools.rows import BoardRow
-from sokoban_tools.runtime.tasks import load_validation
+from sokoban_tools.records.rows import BoardRow
+from sokoban_tools.records.tasks import load_validation
 
 SEQUENCES_PER_ROW = 3
 

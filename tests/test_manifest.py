@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO
 from sokoban_tools.evaluation import compare
-from sokoban_tools.runtime.manifest import (ENVIRONMENT, SETTINGS, ManifestError, add_costs,
+from sokoban_tools.records.manifest import (ENVIRONMENT, SETTINGS, ManifestError, add_costs,
                                                costs_from_verl_metrics, environment_settings,
                                                manifest_from_verl_config, manifest_path, new_manifest,
                                                read_manifest, write_manifest)

@@ -8,7 +8,7 @@ import pytest
 from conftest import DATA_DIR
 from sokoban_tools.rules.board import Board
 from sokoban_published import ROW_KEYS
-from sokoban_tools.rows import DataError, encode_row, read_rows
+from sokoban_tools.records.rows import DataError, encode_row, read_rows
 from sokoban_tools.rules.solver import shortest_solution
 
 GOOD = (DATA_DIR / "evaluation.jsonl").read_text(encoding="utf-8").splitlines()[:3]

@@ -18,7 +18,7 @@ import sokoban_fairness
 from conftest import DATA_DIR, REPO
 from sokoban_tools.runtime.sampler import TrainingSampler, validation_chunks
 from sokoban_tools.layout import VALIDATION_DATA as EVALUATION_FILE
-from sokoban_tools.runtime.tasks import load_validation, load_tasks, load_training
+from sokoban_tools.records.tasks import load_validation, load_tasks, load_training
 
 BATCH, GROUP = 128, 8
 

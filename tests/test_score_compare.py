@@ -14,9 +14,9 @@ import pytest
 import sokoban_fairness
 from conftest import DATA_DIR
 from sokoban_tools.evaluation import compare, score
-from sokoban_tools.runtime.episodes import EpisodeRecord
+from sokoban_tools.records.episodes import EpisodeRecord
 from sokoban_tools.protocol import stratum_of
-from sokoban_tools.rows import read_rows
+from sokoban_tools.records.rows import read_rows
 from sokoban_tools.evaluation.stats import PairedTable, newcombe_paired_interval, wilson_interval
 
 DIGEST = sokoban_fairness.PUBLISHED_FILES["fairness/evaluation.jsonl"]["sha256"]
@@ -182,7 +182,7 @@ def test_commands__have_help(module, capsys):
 
 def test_docs__document_the_episode_log_schema_key_by_key():
     from conftest import REPO
-    from sokoban_tools.runtime.episodes import EPISODE_KEYS
+    from sokoban_tools.records.episodes import EPISODE_KEYS
 
     page = (REPO / "docs" / "scoring.md").read_text(encoding="utf-8")
     section = page.split("## Episode logs", 1)[1].split("\n## ", 1)[0]

@@ -19,7 +19,7 @@ from conftest import DATA_DIR, REPO
 from unavailable import unavailable
 import select_evaluation_256 as selector
 from sokoban_tools.rules.board import Board
-from sokoban_tools.rows import encode_row
+from sokoban_tools.records.rows import encode_row
 from sokoban_tools.rules.solver import shortest_solution
 
 POOL = "evaluation-pool-1000.jsonl"

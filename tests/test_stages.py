@@ -3,11 +3,11 @@
 The installed product (``sokoban_tools`` without ``pipeline``, and the
 standard-library modules beside the loading script) is what a trainer or an
 evaluator gets from the wheel: the rules, the row format, the runtime and
-scoring. The build pipeline (``sokoban_tools.pipeline`` and the top-level
+scoring and the integrations. The build pipeline (``sokoban_tools.pipeline`` and the top-level
 selector) writes the published files from a clone; it imports the product,
 never the other way round. Within each part the modules are stages in order:
 
-  product:  shared -> rules -> rows -> runtime -> evaluation
+  product:  shared -> rules -> records -> runtime -> evaluation -> integrations
   pipeline: pipeline-shared -> generate -> selection -> verification -> examples -> publish
 
 and the command line (``__main__``) sits above both.
@@ -19,7 +19,7 @@ import ast
 
 from conftest import REPO
 
-PRODUCT_STAGES = ("shared", "rules", "rows", "runtime", "evaluation")
+PRODUCT_STAGES = ("shared", "rules", "records", "runtime", "evaluation", "integrations")
 PIPELINE_STAGES = ("pipeline-shared", "generate", "selection", "verification", "examples", "publish")
 STAGES = (*PRODUCT_STAGES, *PIPELINE_STAGES, "commands")
 BESIDE_THE_SCRIPT = {"sokoban_render", "sokoban_pins", "sokoban_published"}  # shipped with the loading script

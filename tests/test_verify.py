@@ -16,7 +16,7 @@ from sokoban_render import render_rgb
 from sokoban_tools.rules import images
 from sokoban_tools.pipeline.verification import verify
 from sokoban_tools.rules.board import Board, from_lurd, play, to_lurd
-from sokoban_tools.rows import encode_row
+from sokoban_tools.records.rows import encode_row
 from sokoban_tools.rules.solver import shortest_solution
 from sokoban_tools.rules.symmetry import symmetric_images
 

@@ -18,10 +18,10 @@ import pytest
 from conftest import REPO
 from sokoban_published import PUBLISHED_FILES
 from sokoban_tools.rules.board import from_lurd
-from sokoban_tools.runtime.episodes import read_episodes
+from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler
-from sokoban_tools.runtime.tasks import load_validation, load_training
-from sokoban_tools.runtime.verl_agent import FAIRNESS_SETTINGS, build_sokoban_envs
+from sokoban_tools.records.tasks import load_validation, load_training
+from sokoban_tools.integrations.verl_agent.envs import FAIRNESS_SETTINGS, build_sokoban_envs
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
 

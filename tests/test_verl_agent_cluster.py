@@ -16,7 +16,7 @@ import tempfile
 import pytest
 
 from unavailable import unavailable
-from sokoban_tools.runtime.verl_agent import build_sokoban_envs
+from sokoban_tools.integrations.verl_agent.envs import build_sokoban_envs
 from test_verl_agent_ray import ENV_KWARGS, play
 
 

@@ -1,4 +1,4 @@
-"""verl-agent as its users run it, patched by integrations/verl-agent/ (the real client).
+"""verl-agent as its users run it, patched by sokoban_tools/integrations/verl_agent/ (the real client).
 
 A copy of ../shared/verl-agent/ is patched with ``git apply``; ``verl_agent_run.py``
 composes its ``ppo_trainer.yaml`` with ``run_sokoban.sh``'s overrides plus
@@ -27,15 +27,15 @@ import pytest
 
 from conftest import REPO
 from hub_mirror import hub_env, serve_dataset_repo
-from sokoban_tools.runtime.manifest import manifest_path, read_manifest
-from sokoban_tools.runtime.boards import RELEASE_REVISION
-from sokoban_tools.runtime.episodes import read_episodes
-from sokoban_tools.runtime.tasks import load_training, load_validation
+from sokoban_tools.records.manifest import manifest_path, read_manifest
+from sokoban_tools.records.boards import RELEASE_REVISION
+from sokoban_tools.records.episodes import read_episodes
+from sokoban_tools.records.tasks import load_training, load_validation
 from unavailable import unavailable
 from venvs import OLAH, Venv, require_venv, run_client, source_copy
 
 UPSTREAM = REPO.parent / "shared" / "verl-agent"
-PATCH = REPO / "integrations" / "verl-agent" / "sokoban-fairness.patch"
+PATCH = REPO / "sokoban_tools" / "integrations" / "verl_agent" / "sokoban-fairness.patch"
 RUNNER = Path(__file__).resolve().parent / "verl_agent_run.py"
 EVALUATION = [row.task_id for row in load_validation(REPO / "fairness" / "evaluation.jsonl")]
 TRAINING = {row.task_id for row in load_training(REPO / "fairness" / "train.jsonl")}
@@ -135,7 +135,7 @@ def test_the_patch_applies_to_the_pinned_commit_and_wires_one_function_per_chang
     assert [c.split("import ")[1] for c in calls] == ["make_fair_envs", "validation_batches", "label_training_update",
                                                       "record_costs"]
     assert "fairness: false" in (tree / "verl" / "trainer" / "config" / "ppo_trainer.yaml").read_text()
-    readme = (REPO / "integrations" / "verl-agent" / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "sokoban_tools" / "integrations" / "verl_agent" / "README.md").read_text(encoding="utf-8")
     assert (UPSTREAM / "UPSTREAM_COMMIT").read_text().strip() in readme
 
 
@@ -148,7 +148,7 @@ def test_with_fairness_false_make_envs_calls_verl_agents_own_builder(tmp_path):
     sys.path.insert(0, ARGS["tree"])
     sys.path.insert(0, ARGS["tests"])
     from hydra import compose, initialize_config_dir
-    import sokoban_tools.runtime.verl_agent_integration as integration
+    import sokoban_tools.integrations.verl_agent.hooks as integration
     from agent_system.environments import make_envs
     from verl_agent_run import launcher_overrides
 
@@ -188,7 +188,7 @@ def loaded_by_a_fair_make_envs(tmp_path) -> set[str]:
     tree = patched_copy(tmp_path / "verl-agent")
     code = ("import sys\nsys.path.insert(0, sys.argv[1])\n"
             "from agent_system.environments import make_envs\n"
-            "from sokoban_tools.runtime.verl_agent_integration import make_fair_envs\n"
+            "from sokoban_tools.integrations.verl_agent.hooks import make_fair_envs\n"
             "print(sorted(m for m in ('gym', 'gym_sokoban', 'datasets') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code, str(tree)], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

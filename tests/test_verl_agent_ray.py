@@ -24,10 +24,10 @@ from sokoban_render import render_rgb
 from sokoban_tools.rules.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
 from sokoban_tools.runtime.config import runtime_config
 from sokoban_tools.runtime.env import FairSokobanEnv, render
-from sokoban_tools.runtime.episodes import read_episodes
+from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler
-from sokoban_tools.runtime.tasks import load_validation, load_training
-from sokoban_tools.runtime.verl_agent import FairSokobanEnvs, WorkersLost, build_sokoban_envs
+from sokoban_tools.records.tasks import load_validation, load_training
+from sokoban_tools.integrations.verl_agent.envs import FairSokobanEnvs, WorkersLost, build_sokoban_envs
 from traces import RENDERS, boards_of, load_traces, mismatches
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}

@@ -17,7 +17,7 @@ import json
 import numpy as np
 
 from conftest import DATA_DIR, TEST_DATA
-from sokoban_tools.rows import read_rows
+from sokoban_tools.records.rows import read_rows
 
 TRACES = TEST_DATA / "runtime-traces.jsonl.gz"
 RENDERS = ("state", "list", "tiny_rgb_array")

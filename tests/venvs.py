@@ -152,7 +152,7 @@ def require_venv(venv: Venv) -> Path:
 def source_copy(directory: Path) -> Path:
     """What the wheel is built from, copied out of the clone into ``directory`` (created) so no
     stale build/ of the clone can leak into it: pyproject.toml, the readme, the packages and
-    modules, and the integrations a user applies from a download."""
+    modules."""
     import tomllib
 
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
@@ -161,7 +161,7 @@ def source_copy(directory: Path) -> Path:
     for name in ["pyproject.toml", pyproject["project"]["readme"], *(f"{m}.py" for m in tool["py-modules"])]:
         shutil.copyfile(REPO / name, directory / name)
     packages = sorted({name.split(".")[0] for name in tool["packages"]["find"]["include"]})
-    for folder in [*packages, "integrations"]:
+    for folder in packages:
         shutil.copytree(REPO / folder, directory / folder, ignore=shutil.ignore_patterns("__pycache__"))
     return directory
 

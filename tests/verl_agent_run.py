@@ -11,7 +11,7 @@ overrides plus ``env.fairness=true`` (and ``extra_overrides``), calls the tree's
 ``make_envs``, and plays:
 
 * validation the way the patched ``_validate`` does: the batches of
-  :func:`sokoban_tools.runtime.verl_agent_integration.validation_batches` over a
+  :func:`sokoban_tools.integrations.verl_agent.hooks.validation_batches` over a
   DataLoader of a 128-row placeholder Parquet, per batch size once for each of
   ``updates`` (default 0 and 5);
 * one training step the way ``fit`` does (:func:`label_training_update`, then a rollout);
@@ -163,10 +163,10 @@ def main(args: dict) -> dict:
     from hydra import compose, initialize_config_dir
     from torch.utils.data import DataLoader
 
-    import sokoban_tools.runtime.verl_agent_integration as integration
+    import sokoban_tools.integrations.verl_agent.hooks as integration
     from agent_system.environments import make_envs
     from sokoban_tools.rules.board import from_lurd
-    from sokoban_tools.runtime.boards import load_boards
+    from sokoban_tools.records.boards import load_boards
 
     if args.get("backend", "ray") != "ray":  # the workers in this process: 384 actors do not fit a test machine
         integration.build_sokoban_envs = partial(integration.build_sokoban_envs, backend=args["backend"])

@@ -5,7 +5,7 @@
                                     [--allow-difference KEY ...] [--updates U ...] [--no-manifest]
 
 First the settings: every log has its run manifest beside it
-(:mod:`sokoban_tools.runtime.manifest`), and every controlled setting that
+(:mod:`sokoban_tools.records.manifest`), and every controlled setting that
 differs between the runs of A and B is listed and refused unless named with
 ``--allow-difference KEY``, which the report prints as a caveat (the method
 itself may differ). Logs without manifests are compared only with
@@ -41,10 +41,10 @@ from sokoban_published import ChecksumError
 
 from ..files import write_atomic
 from ..paths import PathError, unwritable
-from ..rows import DataError
-from ..runtime.boards import BoardsNotFound
+from ..records.rows import DataError
+from ..records.boards import BoardsNotFound
 from .charts import PlotUnavailable, chart_format, line_chart, require_matplotlib
-from ..runtime.manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
+from ..records.manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
 from .score import table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..rows import BoardRow
+from ..records.rows import BoardRow
 from ..rules.board import ACTION_NAMES, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
 from ..rules.images import contact_sheet, png_bytes, render_board, replay_frames
 from sokoban_render import render_rgb

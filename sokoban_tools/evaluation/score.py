@@ -19,8 +19,8 @@ from sokoban_published import ChecksumError
 
 from ..paths import PathError
 from ..protocol import STRATA
-from ..rows import DataError
-from ..runtime.boards import BoardsNotFound
+from ..records.rows import DataError
+from ..records.boards import BoardsNotFound
 from .scoring import BoardSet, check_board_set, group_rows, read_logs, score_group
 
 INTERVAL = "Wilson score 95% interval"

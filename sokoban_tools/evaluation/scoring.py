@@ -2,7 +2,7 @@
 
 A score is only comparable with another if both come from complete passes
 over the same published boards. So the rows of the logs (the schema of
-:mod:`sokoban_tools.runtime.episodes`) are grouped by (method, run, update), and a log
+:mod:`sokoban_tools.records.episodes`) are grouped by (method, run, update), and a log
 is refused, naming its file and line, when a validation row played another
 evaluation file than the published one, when logs played different board
 sets, or when a group repeats a board, names an unknown one or misses one.
@@ -20,10 +20,10 @@ from sokoban_published import PUBLISHED_FILES
 
 from ..layout import ROOT, VALIDATION_DATA
 from ..protocol import STRATA, stratum_of
-from ..rows import DataError
-from ..runtime.episodes import EpisodeRecord, read_episodes
-from ..runtime.boards import board_file
-from ..runtime.tasks import load_validation
+from ..records.rows import DataError
+from ..records.episodes import EpisodeRecord, read_episodes
+from ..records.boards import board_file
+from ..records.tasks import load_validation
 from .stats import wilson_interval
 
 DEFAULT_VALIDATION = ROOT / VALIDATION_DATA
@@ -42,7 +42,7 @@ class BoardSet:
     @classmethod
     def load(cls, path: Path | str | None = None) -> "BoardSet":
         """Read ``path`` (default: the clone's, else the pinned release's from the Hub; see
-        :func:`sokoban_tools.runtime.boards.board_file`), refusing it unless it is the
+        :func:`sokoban_tools.records.boards.board_file`), refusing it unless it is the
         published evaluation file."""
         rows = load_validation(board_file(VALIDATION_DATA) if path is None else path)
         lengths = np.array([row.shortest_solution_length for row in rows])

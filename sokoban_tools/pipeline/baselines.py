@@ -41,9 +41,10 @@ import numpy as np
 
 from ..layout import BASELINES_FILE, DATA_DIR, TRAIN_FILE, VALIDATION_FILE
 from ..protocol import PROTOCOL, STRATA, stratum_of
-from ..rows import BoardRow, DataError, read_rows
+from ..records.rows import BoardRow, DataError, read_rows
 from ..rules.board import ACTIONS, Board, from_lurd, layout, play
-from ..runtime.env import DEFAULT_MAX_STEPS, step_reward
+from ..protocol import DEFAULT_MAX_STEPS
+from ..runtime.env import step_reward
 from .artifacts import command_line, run_command, worker_processes
 
 COMMAND = "python -m sokoban_tools baselines"

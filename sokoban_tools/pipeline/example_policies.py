@@ -17,7 +17,7 @@ logs can be scored and compared like a real trainer's:
 
 Each (method, run, update) draws from its own seeded generator, so the logs
 are the same in every process. Each log has its run manifest beside it
-(:mod:`sokoban_tools.runtime.manifest`): the settings a scripted policy has
+(:mod:`sokoban_tools.records.manifest`): the settings a scripted policy has
 (horizon, rewards, the observation it sees, the validation schedule; null for
 weights, prompts and decoding, which it has none of), and as costs the
 environment steps both spend and the shortest-path searches the path follower
@@ -34,15 +34,16 @@ import numpy as np
 
 from sokoban_published import PUBLISHED_FILES
 
-from ..runtime.manifest import SETTING, environment_settings, manifest_path, merge_costs, new_manifest
+from ..records.manifest import SETTING, environment_settings, manifest_path, merge_costs, new_manifest
 from ..evaluation.scoring import DEFAULT_VALIDATION
 from ..layout import EXAMPLE_EPISODES, VALIDATION_DATA
-from ..rows import BoardRow
+from ..records.rows import BoardRow
 from ..rules.board import ACTIONS, BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board
 from ..rules.solver import shortest_solution
-from ..runtime.env import DEFAULT_MAX_STEPS, PLAYER_ON_TARGET, FairSokobanEnv
-from ..runtime.episodes import EpisodeRecord
-from ..runtime.tasks import load_validation
+from ..protocol import DEFAULT_MAX_STEPS
+from ..runtime.env import PLAYER_ON_TARGET, FairSokobanEnv
+from ..records.episodes import EpisodeRecord
+from ..records.tasks import load_validation
 from .artifacts import command_line, json_document, run_command, worker_processes
 
 COMMAND = "python -m sokoban_tools example"

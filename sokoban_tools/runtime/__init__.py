@@ -1,4 +1,5 @@
-"""Load and play: where the boards come from and their checked loading, the training
-sampler, the environment, the episode log, the projection of model answers, the
-verl-agent drop-in and what the patched verl-agent calls. What a trainer installs.
+"""Play: the environment, the training sampler and validation schedule, the workers
+that hold the environments and their step-exact recovery, the builder's checked
+arguments and the projection of model answers. The formats it writes live in
+:mod:`sokoban_tools.records`; the stacks that drive it in :mod:`sokoban_tools.integrations`.
 """

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Mapping
 
 from ..paths import unwritable
-from ..protocol import DIM_ROOM, NUM_BOXES, SEARCH_DEPTH
-from .env import DEFAULT_MAX_STEPS, MODES
+from ..protocol import DEFAULT_MAX_STEPS, DIM_ROOM, NUM_BOXES, SEARCH_DEPTH
+from .env import MODES
 
 FAIRNESS_SETTINGS = (
     f"env.sokoban.dim_room=[{DIM_ROOM[0]},{DIM_ROOM[1]}], "

@@ -1,7 +1,7 @@
 """The runtime environment: one stored board played exactly as verl-agent's ``SokobanEnv`` plays it.
 
 :class:`FairSokobanEnv` is the environment the workers of the drop-in runtime
-(:mod:`sokoban_tools.runtime.verl_agent`) run, one instance per environment, many to a
+(:mod:`sokoban_tools.integrations.verl_agent.envs`) run, one instance per environment, many to a
 Ray actor; they play it with :meth:`FairSokobanEnv.start` and :meth:`FairSokobanEnv.play`
 and send back positions, which the driver draws with :func:`render`. It restores
 the complete stored board on every reset (it never regenerates a room from a
@@ -45,14 +45,10 @@ import numpy as np
 
 from sokoban_render import render_position
 
-from ..rows import BoardRow
+from ..protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from ..records.rows import BoardRow
 from ..rules.board import ACTIONS, ACTION_NAMES, TARGET, Board
 
-STEP_PENALTY = -0.1
-BOX_ON_TARGET_REWARD = 1.0
-BOX_OFF_TARGET_PENALTY = -1.0
-WIN_REWARD = 10.0
-DEFAULT_MAX_STEPS = 15
 NO_ACTION = 0  # verl-agent's INVALID_ACTION: what its projection sends for an unparseable answer
 ALL_ACTIONS = (NO_ACTION, *ACTIONS)
 MODES = ("rgb_array", "tiny_rgb_array", "list", "state")

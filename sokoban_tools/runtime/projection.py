@@ -3,7 +3,7 @@
 verl-agent turns each model answer into an action with ``sokoban_projection``
 from its original Sokoban package, whose ``__init__`` imports ``gym`` and
 ``gym_sokoban``. A fair run plays our environments and must not need those, so
-the patched ``make_envs`` (``integrations/verl-agent/``) uses :func:`sokoban_projection`
+the patched ``make_envs`` (``sokoban_tools/integrations/verl_agent/``) uses :func:`sokoban_projection`
 from here: standard library only, and the same action and validity for every
 text (``tests/test_projection.py`` compares the two on generated answers).
 

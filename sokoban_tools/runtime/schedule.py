@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .episodes import EpisodeRecord
+from ..records.episodes import EpisodeRecord
 from .sampler import TrainingSampler, validation_chunks
 
 

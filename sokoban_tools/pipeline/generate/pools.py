@@ -33,7 +33,7 @@ from ...files import sha256_bytes
 from ...layout import (DATA_DIR, GENERATION_AUDIT_FILE, SOURCE_POOL_FILE, SOURCE_POOL_NAME, TRAIN_FILE,
                        TRAINING_POOL_NAME, published)
 from ...protocol import STRATA, histogram, stratum_of
-from ...rows import encode_row
+from ...records.rows import encode_row
 from ...rules.board import Board, Cell, Grid
 from ...rules.solver import shortest_solution
 from ...rules.symmetry import canonical_form

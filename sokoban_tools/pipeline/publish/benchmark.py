@@ -31,10 +31,10 @@ from sokoban_render import render_position
 from ...evaluation import score
 from ...files import sha256_file, write_atomic
 from ...layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
-from ...rows import read_rows
+from ...records.rows import read_rows
 from ...rules.board import Board, from_lurd, play
 from ...rules.solver import shortest_solution
-from ...runtime.episodes import EpisodeRecord, append_episodes
+from ...records.episodes import EpisodeRecord, append_episodes
 from .. import baselines
 from ..artifacts import default_workers
 from ..generate import pools

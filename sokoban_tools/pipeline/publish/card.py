@@ -25,7 +25,7 @@ from pathlib import Path
 from ...evaluation import compare
 from ...evaluation.charts import PLOT_EXTRA, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
-from ...runtime.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
+from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                        DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
@@ -33,10 +33,10 @@ from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_
                        RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
                        SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
                        VALIDATION_DATA, VERIFICATION_FILE, published)
-from ...rows import BoardRow, DataError, read_board_file, read_regular_file, read_rows
+from ...records.rows import BoardRow, DataError, read_board_file, read_regular_file, read_rows
 from ...rules.board import ACTION_NAMES, from_lurd
 from ...rules.images import render_board
-from ...runtime.env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from ...protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from ...runtime.workers import DEFAULT_ENVS_PER_ACTOR
 from ..artifacts import command_line, run_command
 from ..baselines import HORIZON, POLICIES

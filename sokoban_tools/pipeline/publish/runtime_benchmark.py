@@ -31,7 +31,8 @@ import numpy as np
 
 from ...layout import ROOT, TRAIN_DATA
 from ...rules.board import ACTIONS, Board
-from ...runtime.env import DEFAULT_MAX_STEPS, FairSokobanEnv
+from ...protocol import DEFAULT_MAX_STEPS
+from ...runtime.env import FairSokobanEnv
 from .original import gym_sokoban
 
 ACTORS = 8
@@ -126,8 +127,8 @@ def _drop_in_figures(episodes: int) -> tuple[float, float, float, list[list[Boar
     """(actor start-up incl. first reset, median reset latency, steps/s) of the drop-in with
     ``ACTORS`` training workers driven as the trainer drives them, and the boards and actions
     it played, so that gym-sokoban can play the same."""
-    from ...runtime.tasks import load_training
-    from ...runtime.verl_agent import build_sokoban_envs
+    from ...records.tasks import load_training
+    from ...integrations.verl_agent.envs import build_sokoban_envs
 
     by_id = {row.task_id: row.board for row in load_training(ROOT / TRAIN_DATA)}
     rng = random.Random(0)
@@ -291,7 +292,7 @@ def manager_figures() -> list[tuple[str, str, str, str]]:
     verl-agent's own environments."""
     import ray
 
-    from ...runtime.verl_agent import build_sokoban_envs
+    from ...integrations.verl_agent.envs import build_sokoban_envs
 
     env_kwargs = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": DEFAULT_MAX_STEPS, "search_depth": 30}
     boards, group = TRAINING_ENVS

@@ -19,7 +19,7 @@ from pathlib import Path
 from ...files import sha256_bytes
 from ...layout import DATA_DIR, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE, VALIDATION_FILE, published
 from ...protocol import PROTOCOL, STRATA, histogram, stratum_of
-from ...rows import REGENERATE_HINT, DataError, read_board_file
+from ...records.rows import REGENERATE_HINT, DataError, read_board_file
 from ..artifacts import command_line, json_document, run_command
 
 COMMAND = "python -m sokoban_tools summary"

@@ -39,7 +39,7 @@ from ...files import sha256_bytes
 from ...layout import (DATA_DIR, SOURCE_POOL_FILE, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE, TRAIN_FILE,
                        TRAINING_POOL_NAME, VALIDATION_FILE, VERIFICATION_FILE, published)
 from ...protocol import PROTOCOL
-from ...rows import BoardRow, read_board_file
+from ...records.rows import BoardRow, read_board_file
 from ...rules.board import BOX, BOX_ON_TARGET, FLOOR, PLAYER, TARGET, WALL, Board, from_lurd, play
 from ...rules.images import replay_frames
 from ...rules.solver import shortest_solution

@@ -25,7 +25,7 @@ from pathlib import Path
 from sokoban_published import PUBLISHED_FILES, RELEASE
 
 from ..layout import ROOT
-from ..rows import BoardRow
+from .rows import BoardRow
 from .tasks import load_tasks
 
 HUB_REPO_ID = "org/sokoban-fairness"

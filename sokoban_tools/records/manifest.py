@@ -47,8 +47,8 @@ from sokoban_published import PUBLISHED_FILES, RELEASE
 from ..files import json_document, write_atomic
 from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..paths import read_bounded
-from ..protocol import PROTOCOL
-from ..rows import DataError
+from ..protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, PROTOCOL, STEP_PENALTY, WIN_REWARD
+from .rows import DataError
 from .episodes import _refuse_duplicate_keys  # the log reader's: one rule for both files
 
 FORMAT = "sokoban-fairness run manifest 1"
@@ -145,8 +145,6 @@ SETTING = {setting.key: setting for setting in SETTINGS}
 
 def environment_settings() -> dict[str, float]:
     """The reward settings the runtime environment itself defines."""
-    from .env import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, STEP_PENALTY, WIN_REWARD
-    # imported here: the environment needs numpy, checking a manifest does not
     return {"reward.step": STEP_PENALTY, "reward.box_on_target": BOX_ON_TARGET_REWARD,
             "reward.box_off_target": BOX_OFF_TARGET_PENALTY, "reward.solved": WIN_REWARD}
 
@@ -230,7 +228,7 @@ def _object(value, where: str, source: str) -> dict:
 def check_manifest(manifest, source: str) -> dict:
     """``manifest`` if it is complete, well typed and of the published files;
     else :class:`ManifestError` naming ``source`` and the key."""
-    fix = "see the manifest schema in sokoban_tools.runtime.manifest (tabled in the card)"
+    fix = "see the manifest schema in sokoban_tools.records.manifest (tabled in the card)"
     manifest = _object(manifest, "the manifest", source)
     unknown = [key for key in manifest if key not in KEYS and key != NOTES]
     if unknown:

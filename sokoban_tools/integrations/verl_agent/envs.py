@@ -32,7 +32,7 @@ length), by :mod:`sokoban_tools.runtime.schedule`:
   ``end_pass`` refuses an incomplete pass, and every pass after the first needs
   ``begin_pass``. Validation uses no RNG and never touches a training sampler.
 
-Every episode's outcome is kept as an :class:`sokoban_tools.runtime.episodes.EpisodeRecord`
+Every episode's outcome is kept as an :class:`sokoban_tools.records.episodes.EpisodeRecord`
 (:meth:`FairSokobanEnvs.take_episodes`, and appended to ``episode_log`` if given).
 An episode ends at its first ``done`` (later steps are ignored, as the trainer
 masks them) or, if it never reports ``done``, at the next ``reset()``,
@@ -45,16 +45,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from ..layout import TRAIN_DATA, VALIDATION_DATA
-from ..rows import BoardRow
-from ..rules.board import Board
-from .boards import load_boards
-from .config import FAIRNESS_SETTINGS, DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config  # noqa: F401
-from .env import ACTION_CHOICES, MODES, NO_ACTION, is_action, render
-from .episodes import EpisodeRecord, append_episodes
-from .recovery import WorkerError, WorkersLost  # noqa: F401 - raised through FairSokobanEnvs
-from .schedule import TrainingSchedule, ValidationSchedule
-from . import workers as worker_pool
+from ...layout import TRAIN_DATA, VALIDATION_DATA
+from ...records.rows import BoardRow
+from ...rules.board import Board
+from ...records.boards import load_boards
+from ...runtime.config import FAIRNESS_SETTINGS, DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config  # noqa: F401
+from ...runtime.env import ACTION_CHOICES, MODES, NO_ACTION, is_action, render
+from ...records.episodes import EpisodeRecord, append_episodes
+from ...runtime.recovery import WorkerError, WorkersLost  # noqa: F401 - raised through FairSokobanEnvs
+from ...runtime.schedule import TrainingSchedule, ValidationSchedule
+from ...runtime import workers as worker_pool
 
 DEFAULT_RESOURCES = MappingProxyType({"num_cpus": 0.1})
 
@@ -306,7 +306,7 @@ def build_sokoban_envs(
     ``max_steps``, ``search_depth``; only the stored boards' 6x6 / one box /
     search depth 30 are accepted). Keyword-only: ``dataset_dir`` (a local copy of the
     dataset repository) or ``hub_revision`` (a Hub revision to download from), by
-    default the clone or the pinned release (:mod:`sokoban_tools.runtime.boards`); ``method`` and ``run`` label the episode records (``run``
+    default the clone or the pinned release (:mod:`sokoban_tools.records.boards`); ``method`` and ``run`` label the episode records (``run``
     defaults to ``"seed<seed>"``); ``episode_log``, a JSONL file the records are
     appended to; ``sampler_state`` from :meth:`FairSokobanEnvs.sampler_state` to
     continue a training sampler; ``backend``, ``"ray"`` (actors) or ``"local"``

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..paths import read_bounded
-from ..rows import DataError
+from .rows import DataError
 
 EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256")
 PHASES = ("validation", "training")

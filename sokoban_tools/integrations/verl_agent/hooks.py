@@ -1,10 +1,10 @@
 """What the patched verl-agent calls when ``env.fairness=true``: one function per function it changes.
 
-The patch (``integrations/verl-agent/``) only wires these in, so what a fair run
+The patch (``sokoban_tools/integrations/verl_agent/``) only wires these in, so what a fair run
 does is decided and tested here:
 
 * ``make_envs`` returns :func:`make_fair_envs`: the drop-in environments
-  (:func:`sokoban_tools.runtime.verl_agent.build_sokoban_envs`) for training and
+  (:func:`sokoban_tools.integrations.verl_agent.envs.build_sokoban_envs`) for training and
   validation, the boards from ``env.fairness_boards`` or ``env.fairness_revision``,
   episode records labelled ``env.fairness_method`` / ``env.fairness_run`` and appended
   to ``env.fairness_log``, with :func:`sokoban_tools.runtime.projection.sokoban_projection`;
@@ -16,7 +16,7 @@ does is decided and tested here:
   validation records carry too, and :func:`record_costs` once the step's metrics are
   in, so its timings join the costs of the run manifest beside the log.
 
-:func:`make_fair_envs` writes that manifest (:mod:`sokoban_tools.runtime.manifest`)
+:func:`make_fair_envs` writes that manifest (:mod:`sokoban_tools.records.manifest`)
 from the composed config before any worker starts: the controlled settings ``compare``
 checks before it compares two runs.
 
@@ -32,11 +32,11 @@ from typing import Iterator
 
 from sokoban_published import PUBLISHED_FILES
 
-from .manifest import add_costs, costs_from_verl_metrics, manifest_from_verl_config, write_manifest
-from ..layout import VALIDATION_DATA
-from .episodes import append_episodes
-from .projection import sokoban_projection
-from .verl_agent import FairSokobanEnvs, build_sokoban_envs
+from ...records.manifest import add_costs, costs_from_verl_metrics, manifest_from_verl_config, write_manifest
+from ...layout import VALIDATION_DATA
+from ...records.episodes import append_episodes
+from ...runtime.projection import sokoban_projection
+from .envs import FairSokobanEnvs, build_sokoban_envs
 
 VALIDATION_BOARDS = PUBLISHED_FILES[VALIDATION_DATA]["rows"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from sokoban_published import check_published_file
 
 from ..layout import TRAIN_DATA, VALIDATION_DATA
-from ..rows import BoardRow, pinned_rows
+from .rows import BoardRow, pinned_rows
 
 
 def load_tasks(path: Path | str, name: str) -> list[BoardRow]:

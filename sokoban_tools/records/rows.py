@@ -20,8 +20,8 @@ from pathlib import Path
 
 from sokoban_published import row_problem
 
-from .paths import PathError, read_bounded
-from .rules.board import Board, from_lurd, lurd_of, play, to_lurd
+from ..paths import PathError, read_bounded
+from ..rules.board import Board, from_lurd, lurd_of, play, to_lurd
 
 REGENERATE_HINT = "regenerate it with the reproduction commands in fairness/README.md"
 # Far above any file the commands read (train.jsonl is 1.7 MB): bounds a read of the wrong file.
