@@ -132,8 +132,9 @@ def test_the_patch_applies_to_the_pinned_commit_and_wires_one_function_per_chang
     assert files == ["agent_system/environments/env_manager.py", "verl/trainer/config/ppo_trainer.yaml",
                      "verl/trainer/ppo/ray_trainer.py"]
     calls = [line for line in text.splitlines() if "from sokoban_tools" in line]
-    assert [c.split("import ")[1] for c in calls] == ["make_fair_envs", "validation_batches", "label_training_update",
-                                                      "record_costs"]
+    assert [c.split("import ")[1] for c in calls] == ["make_fair_envs", "validation_batches", "save_checkpoint_state",
+                                                      "restore_checkpoint_state", "begin_run", "label_training_update",
+                                                      "record_costs", "end_run"]
     assert "fairness: false" in (tree / "verl" / "trainer" / "config" / "ppo_trainer.yaml").read_text()
     readme = (REPO / "sokoban_tools" / "integrations" / "verl_agent" / "README.md").read_text(encoding="utf-8")
     assert (UPSTREAM / "UPSTREAM_COMMIT").read_text().strip() in readme

@@ -37,7 +37,7 @@ class BoardsNotFound(FileNotFoundError):
 
 
 def board_file(name: str, dataset_dir: Path | str | None = None, hub_revision: str | None = None,
-               hub_repo_id: str = HUB_REPO_ID) -> Path:
+               hub_repo_id: str = HUB_REPO_ID, cache_first: bool = False) -> Path:
     """The local path of the published file ``name`` (e.g. ``fairness/evaluation.jsonl``),
     from the source chosen as the module docstring says; not yet checked."""
     if name not in PUBLISHED_FILES:
@@ -53,7 +53,27 @@ def board_file(name: str, dataset_dir: Path | str | None = None, hub_revision: s
         return _local_file(Path(dataset_dir), name)
     if hub_revision is None and runs_from_clone():
         return _local_file(ROOT, name)
-    return _hub_file(name, hub_repo_id, RELEASE_REVISION if hub_revision is None else hub_revision)
+    return _hub_file(name, hub_repo_id, RELEASE_REVISION if hub_revision is None else hub_revision, cache_first)
+
+
+def board_source(dataset_dir: Path | str | None = None, hub_revision: str | None = None,
+                 hub_repo_id: str = HUB_REPO_ID) -> dict:
+    """Where :func:`board_file` reads with these arguments, as a run manifest records it
+    (``{"folder": absolute path}`` or ``{"hub_repo": id, "hub_revision": revision}``), so the
+    run's log is scored from the same place without being told again."""
+    if dataset_dir is not None:
+        return {"folder": os.path.abspath(dataset_dir)}
+    if hub_revision is None and runs_from_clone():
+        return {"folder": str(ROOT)}
+    return {"hub_repo": hub_repo_id, "hub_revision": RELEASE_REVISION if hub_revision is None else hub_revision}
+
+
+def board_file_from(name: str, source: dict) -> Path:
+    """The file ``name`` from a manifest's :func:`board_source`; from the Hub, the local
+    cache is tried first, so a log whose boards were downloaded once scores offline."""
+    if "folder" in source:
+        return _local_file(Path(source["folder"]), name)
+    return board_file(name, hub_revision=source["hub_revision"], hub_repo_id=source["hub_repo"], cache_first=True)
 
 
 def runs_from_clone() -> bool:
@@ -80,11 +100,16 @@ def _local_file(folder: Path, name: str) -> Path:
     return path
 
 
-def _hub_file(name: str, repo_id: str, revision: str) -> Path:
+def _hub_file(name: str, repo_id: str, revision: str, cache_first: bool = False) -> Path:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RevisionNotFoundError
 
     where = f"{name} at revision {revision!r} of the Hub dataset {repo_id}"
+    if cache_first:
+        try:
+            return Path(hf_hub_download(repo_id, name, repo_type="dataset", revision=revision, local_files_only=True))
+        except LocalEntryNotFoundError:
+            pass  # not cached: download it
     try:
         return Path(hf_hub_download(repo_id, name, repo_type="dataset", revision=revision))
     except LocalEntryNotFoundError:

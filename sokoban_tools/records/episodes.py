@@ -25,6 +25,12 @@ object's keys are unordered, and another trainer's writer will not keep ours):
 
 Appending writes whole lines in one call, so an interrupted writer leaves at
 most a last line without its newline, which the reader refuses by line number.
+A process appends to a log through its one :class:`EpisodeWriter` (:func:`episode_writer`).
+
+Records are never deleted: records a resumed or restarted run will write again,
+and a torn last line, are moved out of the log by :func:`set_aside` into a side
+file beside it, ``<log>.aside-<k>.<reason>.jsonl`` (:func:`side_files` lists them),
+holding the moved lines unchanged (a torn line given its newline).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from ..files import sync_directory, write_atomic
 from ..paths import read_bounded
 from .rows import DataError
 
@@ -127,6 +134,121 @@ def append_episodes(path: Path | str, records: Iterable[EpisodeRecord]) -> int:
     return lines.count("\n")
 
 
+class EpisodeWriter:
+    """The one writer of an episode log in this process (:func:`episode_writer`): every
+    append and every :func:`set_aside` of the log goes through it, so no two objects
+    interleave their writes or keep their own view of the file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def append(self, records: Iterable[EpisodeRecord]) -> int:
+        """Append ``records`` in one write (see :func:`append_episodes`)."""
+        return append_episodes(self.path, records)
+
+    def set_aside(self, reason: str, keep=lambda record: False) -> "SetAside | None":
+        """:func:`set_aside` on this log."""
+        return set_aside(self.path, reason, keep)
+
+
+_WRITERS: dict[Path, EpisodeWriter] = {}
+
+
+def episode_writer(path: Path | str) -> EpisodeWriter:
+    """The process's one writer of the log at ``path`` (one per log, made on first use)."""
+    key = Path(os.path.abspath(path))
+    if key not in _WRITERS:
+        _WRITERS[key] = EpisodeWriter(key)
+    return _WRITERS[key]
+
+
+ASIDE = ".aside-"  # <log>.aside-<k>.<reason>.jsonl
+_ASIDE_NAME = re.compile(r"\.aside-(\d+)\.([a-z0-9-]+)\.jsonl")
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """Lines moved out of a log: the side file, why, how many records, and a torn line or not."""
+
+    path: Path
+    reason: str
+    records: int
+    torn: bool
+
+    def notice(self, log: Path | str) -> str:
+        """The one-line notice a run prints when it sets lines aside."""
+        torn = " and a torn last line (an interrupted write)" if self.torn else ""
+        return (f"sokoban-fairness: {self.reason}: moved {self.records} record(s){torn} out of {log} "
+                f"into {self.path.name} beside it (kept, not deleted)")
+
+
+def side_files(path: Path | str) -> list[tuple[Path, int, str]]:
+    """The side files of the log at ``path``: (file, number, reason), in the order they were made."""
+    path = Path(path)
+    found = []
+    if path.parent.is_dir():
+        for candidate in path.parent.iterdir():
+            match = _ASIDE_NAME.fullmatch(candidate.name[len(path.name):]) \
+                if candidate.name.startswith(path.name + ASIDE) else None
+            if match:
+                found.append((candidate, int(match.group(1)), match.group(2)))
+    return sorted(found, key=lambda item: item[1])
+
+
+def next_aside_number(path: Path | str) -> int:
+    """The number of the next side file of the log at ``path`` (a set-aside manifest included)."""
+    path = Path(path)
+    pattern = re.compile(re.escape(path.name + ASIDE) + r"(\d+)\.")
+    numbers = [int(match.group(1)) for candidate in (path.parent.iterdir() if path.parent.is_dir() else ())
+               for match in [pattern.match(candidate.name)] if match]
+    return max(numbers, default=0) + 1
+
+
+def _checked_row(line: str, where: str, fix: str) -> EpisodeRecord:
+    """The record of one complete log line; a :class:`DataError` naming ``where`` otherwise."""
+    try:
+        row = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
+    except ValueError as err:
+        raise DataError(f"{where}: not a JSON object ({err}); {fix}") from None
+    problem = _problem(row) if isinstance(row, dict) else "not a JSON object"
+    if problem:
+        raise DataError(f"{where}: {problem}; {fix}")
+    values = [row[key] for key in EPISODE_KEYS]
+    values[EPISODE_KEYS.index("return")] = float(row["return"])
+    return EpisodeRecord(*values)
+
+
+def set_aside(path: Path | str, reason: str, keep=lambda record: False) -> SetAside | None:
+    """Move every record of the log at ``path`` that ``keep`` rejects, and a torn last
+    line (no newline), into a new side file ``<log>.aside-<k>.<reason>.jsonl``; ``None``
+    when nothing moves. The side file is written (atomically) before the log is
+    replaced (atomically) by its kept lines, so a crash between the two leaves every
+    line in the log, to be set aside again: a line may be in two side files, never lost.
+    A bad complete line is refused (:class:`DataError`) before anything is written."""
+    path = Path(path)
+    if not re.fullmatch(r"[a-z0-9-]+", reason):
+        raise ValueError(f"reason must be lower-case words joined by '-', got {reason!r}")
+    if not path.exists():
+        return None
+    fix = "repair or remove that line, or move the log away and start the run again"
+    try:
+        text = read_bounded(path, MAX_LOG_BYTES, "episode log").decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: cannot be read as UTF-8 text ({err}); {fix}") from None
+    lines = text.split("\n")
+    torn = lines.pop()  # "" when the log ends with its newline
+    kept, moved = [], []
+    for number, line in enumerate(lines, start=1):
+        (kept if keep(_checked_row(line, f"{path}:{number}", fix)) else moved).append(line)
+    if not moved and not torn:
+        return None
+    side = path.with_name(f"{path.name}{ASIDE}{next_aside_number(path)}.{reason}.jsonl")
+    write_atomic(side, "".join(line + "\n" for line in moved + ([torn] if torn else [])).encode("utf-8"))
+    write_atomic(path, "".join(line + "\n" for line in kept).encode("utf-8"))
+    sync_directory(path.parent)
+    return SetAside(side, reason, len(moved), bool(torn))
+
+
 def read_episodes(path: Path | str) -> list[EpisodeRecord]:
     """Every row of the log at ``path``, checked; a bad one raises a
     :class:`DataError` naming the file and line."""
@@ -139,19 +261,8 @@ def read_episodes(path: Path | str) -> list[EpisodeRecord]:
     if text and not text.endswith("\n"):
         raise DataError(f"{path}:{text.count(chr(10)) + 1}: the last line has no newline "
                         f"(an interrupted write); {fix}")
-    records = []
-    for number, line in enumerate(text.split("\n")[:-1], start=1):
-        try:
-            row = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
-        except ValueError as err:
-            raise DataError(f"{path}:{number}: not a JSON object ({err}); {fix}") from None
-        problem = _problem(row) if isinstance(row, dict) else "not a JSON object"
-        if problem:
-            raise DataError(f"{path}:{number}: {problem}; {fix}")
-        values = [row[key] for key in EPISODE_KEYS]
-        values[EPISODE_KEYS.index("return")] = float(row["return"])
-        records.append(EpisodeRecord(*values))
-    return records
+    return [_checked_row(line, f"{path}:{number}", fix)
+            for number, line in enumerate(text.split("\n")[:-1], start=1)]
 
 
 def _refuse_duplicate_keys(pairs: list) -> dict:

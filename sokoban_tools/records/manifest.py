@@ -28,6 +28,10 @@ A manifest is a JSON object with exactly these keys (any order):
 ``costs``          ``{name: {"unit": str, "value": number >= 0}}``: what the run
                    spent, per named entry (``gen``, ``update_actor``, a
                    method's extra scoring...), never mixed into success
+``boards``         optional: where the run read the boards, ``{"folder": path}``
+                   (a local copy of the dataset repository) or
+                   ``{"hub_repo": id, "hub_revision": revision}``; ``score``
+                   and ``compare`` read the validation boards from there
 ``notes``          optional, free-form
 =================  ============================================================
 
@@ -57,6 +61,8 @@ MAX_BYTES = 1 << 20
 DATA_FILES = (TRAIN_DATA, VALIDATION_DATA)
 KEYS = ("format", "protocol", "release", "data_sha256", "method", "settings", "costs")
 NOTES = "notes"
+BOARDS = "boards"
+BOARD_SOURCES = ({"folder"}, {"hub_repo", "hub_revision"})  # the key sets a boards entry may have
 ENVIRONMENT = "the environment"  # the source of settings that sokoban_tools.runtime.env defines
 KINDS = {"integer": (int,), "number": (int, float), "boolean": (bool,), "string": (str,)}
 
@@ -155,9 +161,10 @@ def manifest_path(log: Path | str) -> Path:
     return log.with_name(log.name + SUFFIX)
 
 
-def new_manifest(method: str, settings: Mapping[str, object], notes=None, trained: bool = True) -> dict:
+def new_manifest(method: str, settings: Mapping[str, object], notes=None, trained: bool = True,
+                 boards: dict | None = None) -> dict:
     """A checked manifest of the current release's files (the training file's
-    digest null unless ``trained``), with no costs yet."""
+    digest null unless ``trained``), with no costs yet; ``boards``, where they were read."""
     missing = [key for key in SETTING if key not in settings]
     unknown = [key for key in settings if key not in SETTING]
     if missing or unknown:
@@ -172,6 +179,8 @@ def new_manifest(method: str, settings: Mapping[str, object], notes=None, traine
         "settings": {setting.key: settings[setting.key] for setting in SETTINGS},
         "costs": {},
     }
+    if boards is not None:
+        manifest[BOARDS] = boards
     if notes is not None:
         manifest[NOTES] = notes
     return check_manifest(manifest, "the new manifest")
@@ -191,7 +200,7 @@ def _lookup(config, dotted: str, optional: bool):
     return node
 
 
-def manifest_from_verl_config(config, method: str | None = None, notes=None) -> dict:
+def manifest_from_verl_config(config, method: str | None = None, notes=None, boards: dict | None = None) -> dict:
     """The manifest of a run launched with verl-agent's composed Hydra ``config``
     (a DictConfig or a plain nested dict); ``method`` defaults to the config's
     ``algorithm.adv_estimator``."""
@@ -204,7 +213,7 @@ def manifest_from_verl_config(config, method: str | None = None, notes=None) -> 
             values[setting.key] = value
     if method is None:
         method = str(_lookup(config, "algorithm.adv_estimator", False))
-    return new_manifest(method, values, notes)
+    return new_manifest(method, values, notes, boards=boards)
 
 
 def _problem(value, kind: str) -> str | None:
@@ -230,7 +239,7 @@ def check_manifest(manifest, source: str) -> dict:
     else :class:`ManifestError` naming ``source`` and the key."""
     fix = "see the manifest schema in sokoban_tools.records.manifest (tabled in the card)"
     manifest = _object(manifest, "the manifest", source)
-    unknown = [key for key in manifest if key not in KEYS and key != NOTES]
+    unknown = [key for key in manifest if key not in KEYS and key not in (NOTES, BOARDS)]
     if unknown:
         raise ManifestError(f"{source}: unknown key {unknown[0]!r} (free-form text goes under {NOTES!r}); {fix}")
     missing = [key for key in KEYS if key not in manifest]
@@ -269,6 +278,11 @@ def check_manifest(manifest, source: str) -> dict:
             raise ManifestError(f"{source}: settings.{setting.key} {problem}; {fix}")
     for name, entry in _object(manifest["costs"], "costs", source).items():
         check_cost(name, entry, source)
+    if BOARDS in manifest:
+        boards = _object(manifest[BOARDS], BOARDS, source)
+        if set(boards) not in BOARD_SOURCES or not all(isinstance(v, str) and v for v in boards.values()):
+            raise ManifestError(f"{source}: boards must be {{\"folder\": path}} or {{\"hub_repo\": id, "
+                                f"\"hub_revision\": revision}}, non-empty strings, got {boards!r}; {fix}")
     return manifest
 
 
@@ -303,16 +317,21 @@ def write_manifest(log: Path | str, manifest: dict) -> Path:
     path = manifest_path(log)
     check_manifest(manifest, "the new manifest")
     if path.exists():
-        old = read_manifest(path)
-        changed = [key for key in ("method", "settings") if old[key] != manifest[key]]
-        if changed:
-            keys = [key for key in SETTING if old["settings"][key] != manifest["settings"][key]]
-            raise ManifestError(f"{path}: holds the manifest of a run with another {changed[0]} "
-                                f"({', '.join(keys) or old['method']}), and {log} would mix both runs; "
-                                f"give this run its own episode log")
+        check_same_run(read_manifest(path), manifest, path, log)
         return path
     write_atomic(path, json_document(manifest))
     return path
+
+
+def check_same_run(old: dict, new: dict, path: Path | str, log: Path | str,
+                   fix: str = "give this run its own episode log") -> None:
+    """Refuse ``new`` beside the manifest ``old`` (at ``path``) unless both record the same
+    method and settings: the log ``log`` would mix runs of other settings."""
+    changed = [key for key in ("method", "settings") if old[key] != new[key]]
+    if changed:
+        keys = [key for key in SETTING if old["settings"][key] != new["settings"][key]]
+        raise ManifestError(f"{path}: holds the manifest of a run with another {changed[0]} "
+                            f"({', '.join(keys) or old['method']}), and {log} would mix both runs; {fix}")
 
 
 def costs_from_verl_metrics(metrics: Mapping[str, object], gpus: int) -> dict[str, tuple[str, float]]:

@@ -32,11 +32,15 @@ length), by :mod:`sokoban_tools.runtime.schedule`:
   ``end_pass`` refuses an incomplete pass, and every pass after the first needs
   ``begin_pass``. Validation uses no RNG and never touches a training sampler.
 
-Every episode's outcome is kept as an :class:`sokoban_tools.records.episodes.EpisodeRecord`
-(:meth:`FairSokobanEnvs.take_episodes`, and appended to ``episode_log`` if given).
+Every episode's outcome is an :class:`sokoban_tools.records.episodes.EpisodeRecord`,
+appended to ``episode_log`` through the process's one writer of that log
+(:func:`sokoban_tools.records.episodes.episode_writer`) and then forgotten, so memory
+does not grow with the updates; without a log it is kept for
+:meth:`FairSokobanEnvs.take_episodes`.
 An episode ends at its first ``done`` (later steps are ignored, as the trainer
 masks them) or, if it never reports ``done``, at the next ``reset()``,
-``end_pass()`` or ``close()``, or when the other phase's ``reset()`` takes the workers.
+``end_pass()``, ``end_episodes()`` or ``close()``, or when the other phase's ``reset()``
+takes the workers.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from ...rules.board import Board
 from ...records.boards import load_boards
 from ...runtime.config import FAIRNESS_SETTINGS, DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config  # noqa: F401
 from ...runtime.env import ACTION_CHOICES, MODES, NO_ACTION, is_action, render
-from ...records.episodes import EpisodeRecord, append_episodes
+from ...records.episodes import EpisodeRecord, episode_writer
 from ...runtime.recovery import WorkerError, WorkersLost  # noqa: F401 - raised through FairSokobanEnvs
 from ...runtime.schedule import TrainingSchedule, ValidationSchedule
 from ...runtime import workers as worker_pool
@@ -95,7 +99,9 @@ class FairSokobanEnvs:
                                                               self.num_processes)
         self._workers: worker_pool.Workers | None = None
         self._episodes: list[_Episode] = []
-        self._finished: list[EpisodeRecord] = []
+        self._writer = None if config.episode_log is None else episode_writer(config.episode_log)
+        self._finished: list[EpisodeRecord] = []  # only without a log: records are not kept once written
+        self._next_label: int | None = None  # label_updates(): the update the next training reset plays
         self._start_workers()
 
     # --- verl-agent's interface -------------------------------------------------------------
@@ -106,6 +112,8 @@ class FairSokobanEnvs:
         self._end_episodes()
         self._start_workers()
         positions, update = self._schedule.next_reset()
+        if self.is_train and self._next_label is not None:
+            update = self._next_label
         worker_pool.lease(self._workers, self)
         boards = [self._rows[p].board for p in positions]
         self._episodes = [_Episode(p, self._rows[p].task_id, update, board) for p, board in zip(positions, boards)]
@@ -163,6 +171,28 @@ class FairSokobanEnvs:
         """The board each environment plays in the current episode (driver-side; workers never see it)."""
         return [episode.task_id for episode in self._episodes]
 
+    def label_updates(self, update: int) -> None:
+        """Label the episodes the next training ``reset()`` starts with ``update`` (the
+        trainer's step) instead of the sampler's count, which a resumed or dynamically
+        sampling trainer does not follow."""
+        self._training("label_updates")
+        if isinstance(update, bool) or not isinstance(update, int) or update < 0:
+            raise ValueError(f"update must be a non-negative integer, got {update!r}")
+        self._next_label = update
+
+    def restore_sampler(self, state: dict) -> None:
+        """Continue the training draws of a saved :meth:`sampler_state` (a checkpoint's), in
+        place of this sampler's; refused (``ValueError``) unless it replays from this run's
+        seed over these boards with these settings."""
+        schedule = self._training("restore_sampler")
+        self._schedule = TrainingSchedule(schedule.sampler.task_ids, self.env_num, self.group_n, self.config.seed,
+                                          state)
+
+    def end_episodes(self) -> None:
+        """Record the open episodes now, as ``close()`` does but keeping the workers: the
+        trainer's rollout is over (before a checkpoint, at the end of the run)."""
+        self._end_episodes()
+
     def sampler_state(self) -> dict:
         """The training sampler's state (JSON-serialisable): pass it as ``sampler_state`` to
         :func:`build_sokoban_envs` to continue the same draws, e.g. after resuming a checkpoint."""
@@ -208,7 +238,8 @@ class FairSokobanEnvs:
         return schedule.end_pass()
 
     def take_episodes(self) -> list[EpisodeRecord]:
-        """The episode records finished since the last call (and forget them)."""
+        """The episode records finished since the last call (and forget them); always empty
+        with an episode log, where they are written instead of kept."""
         taken, self._finished = self._finished, []
         return taken
 
@@ -275,9 +306,10 @@ class FairSokobanEnvs:
             records.append(record)
             if not self.is_train:
                 self._schedule.record(episode.position, record)
-        self._finished += records
-        if self.config.episode_log is not None and records:
-            append_episodes(self.config.episode_log, records)
+        if self._writer is None:
+            self._finished += records
+        elif records:
+            self._writer.append(records)
 
 
 def build_sokoban_envs(

@@ -14,11 +14,13 @@ does is decided and tested here:
 * ``RayPPOTrainer.fit`` calls :func:`label_training_update` before each rollout, so
   training records carry the trainer's ``global_steps`` as their update, the number
   validation records carry too, and :func:`record_costs` once the step's metrics are
-  in, so its timings join the costs of the run manifest beside the log.
+  in, so its timings join the costs of the run manifest beside the log;
+* checkpoints, resumes, restarts and the run's end call :mod:`.resume`.
 
 :func:`make_fair_envs` writes that manifest (:mod:`sokoban_tools.records.manifest`)
-from the composed config before any worker starts: the controlled settings ``compare``
-checks before it compares two runs.
+from the composed config before any worker starts (:func:`.resume.open_run`): the
+controlled settings ``compare`` checks before it compares two runs, and where the
+boards came from. Both phases' records reach the log through its one writer.
 
 Nothing here imports verl, torch, gym or gym_sokoban: the trainer's objects are used
 through the attributes verl-agent gives them.
@@ -26,17 +28,16 @@ through the attributes verl-agent gives them.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
 from typing import Iterator
 
 from sokoban_published import PUBLISHED_FILES
 
-from ...records.manifest import add_costs, costs_from_verl_metrics, manifest_from_verl_config, write_manifest
+from ...records.boards import board_source
+from ...records.manifest import costs_from_verl_metrics
 from ...layout import VALIDATION_DATA
-from ...records.episodes import append_episodes
 from ...runtime.projection import sokoban_projection
 from .envs import FairSokobanEnvs, build_sokoban_envs
+from .resume import fair_run, open_run
 
 VALIDATION_BOARDS = PUBLISHED_FILES[VALIDATION_DATA]["rows"]
 
@@ -48,10 +49,7 @@ def make_fair_envs(config, manager_class, resources_per_worker) -> tuple:
     if "sokoban" not in str(env.env_name).lower():
         raise ValueError(f"env.fairness=true plays the sokoban-fairness boards: set env.env_name=Sokoban "
                          f"(got {env.env_name!r}) or env.fairness=false")
-    episode_log = env.fairness_log
-    if episode_log is not None:
-        Path(episode_log).parent.mkdir(parents=True, exist_ok=True)
-        write_manifest(episode_log, manifest_from_verl_config(config, method=str(env.fairness_method)))
+    run = open_run(config, board_source(env.fairness_boards, env.fairness_revision))
     common = {
         "mode": env.sokoban.mode,
         "resources_per_worker": resources_per_worker,
@@ -61,13 +59,17 @@ def make_fair_envs(config, manager_class, resources_per_worker) -> tuple:
         "hub_revision": env.fairness_revision,
         "method": str(env.fairness_method),
         "run": str(env.fairness_run),
+        "episode_log": run.log,
     }
-    training = build_sokoban_envs(env.seed, config.data.train_batch_size, max(env.rollout.n, 1), is_train=True,
-                                  **common)
-    validation = build_sokoban_envs(env.seed + 1000, validation_workers(config.data.val_batch_size), 1,
-                                    is_train=False, episode_log=episode_log, **common)
-    return (manager_class(TrainingUpdates(training, episode_log), sokoban_projection, config),
-            manager_class(validation, sokoban_projection, config))
+    run.training = build_sokoban_envs(env.seed, config.data.train_batch_size, max(env.rollout.n, 1),
+                                      is_train=True, **common)
+    run.validation = build_sokoban_envs(env.seed + 1000, validation_workers(config.data.val_batch_size), 1,
+                                        is_train=False, **common)
+    managers = (manager_class(run.training, sokoban_projection, config),
+                manager_class(run.validation, sokoban_projection, config))
+    for manager in managers:
+        manager.fair_run = run  # what the checkpoint hooks of .resume work with
+    return managers
 
 
 def validation_workers(val_batch_size: int | None) -> int:
@@ -100,51 +102,12 @@ def label_training_update(envs, global_steps: int) -> None:
     """Label the episodes of the coming training rollout with the trainer's ``global_steps``."""
     if isinstance(global_steps, bool) or not isinstance(global_steps, int) or global_steps < 0:
         raise ValueError(f"global_steps must be a non-negative integer, got {global_steps!r}")
-    envs.envs.next_update = global_steps
+    envs.envs.label_updates(global_steps)
 
 
 def record_costs(envs, metrics, gpus: int) -> None:
     """Add one training step's costs, from the trainer's ``metrics`` (its ``timing_s/*``
     timings, in GPU-seconds over its ``gpus``, and its token count), to the run
     manifest beside the episode log; nothing without a log."""
-    episode_log = envs.envs.episode_log
-    if episode_log is not None:
-        add_costs(episode_log, costs_from_verl_metrics(metrics, gpus))
+    fair_run(envs).add_costs(costs_from_verl_metrics(metrics, gpus))
 
-
-class TrainingUpdates:
-    """Training environments whose records carry the update :func:`label_training_update` set
-    (the sampler counts its own draws from 0, which a resumed or dynamically sampling
-    trainer does not), appended to ``episode_log``. Everything else is the drop-in's."""
-
-    def __init__(self, envs: FairSokobanEnvs, episode_log: Path | str | None):
-        self.envs, self.mode = envs, envs.mode
-        self.episode_log = episode_log
-        self.next_update = 0  # the label of the episodes the next reset() starts
-        self._update = 0  # the label of the episodes being played
-
-    def reset(self):
-        observations = self.envs.reset()  # records the episodes still open
-        self._log_finished()
-        self._update = self.next_update
-        return observations
-
-    def step(self, actions):
-        result = self.envs.step(actions)
-        self._log_finished()
-        return result
-
-    def render(self, mode: str = "rgb_array", env_idx: int | None = None):
-        return self.envs.render(mode, env_idx)
-
-    def close(self) -> None:
-        self.envs.close()
-        self._log_finished()
-
-    def __getattr__(self, name):  # task_ids, sampler_state, num_processes, ...
-        return getattr(self.envs, name)
-
-    def _log_finished(self) -> None:
-        records = [replace(record, update=self._update) for record in self.envs.take_episodes()]
-        if records and self.episode_log is not None:
-            append_episodes(self.episode_log, records)

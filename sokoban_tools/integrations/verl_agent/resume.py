@@ -1,0 +1,187 @@
+"""A fair run across crashes: checkpoints carry the sampler, and the log holds each record once.
+
+verl-agent resumes from its latest ``global_step_N/`` checkpoint (``trainer.resume_mode=auto``)
+or starts again from step 0 (no checkpoint, ``resume_mode=disable``); either way the same
+episode log is written again. The patched trainer calls, one function each:
+
+* :func:`open_run` from ``make_fair_envs`` at start: a torn last line of the log and a
+  manifest that does not read are set aside and reported; the manifest is written (or
+  kept, with its costs, for the same method and settings; another run's is refused);
+* :func:`save_checkpoint_state` from ``_save_checkpoint``, before verl-agent's
+  ``latest_checkpointed_iteration.txt``: the training episodes still open are recorded, and
+  the sampler's state is written atomically to ``global_step_N/`` (:data:`STATE_NAME`);
+* :func:`restore_checkpoint_state` from ``_load_checkpoint``: that state is restored, so the
+  boards drawn after the resume are those an uninterrupted run draws; a missing state (an
+  unpatched run's checkpoint), or one altered, of another seed or of another dataset
+  release, is refused naming the file and the way out;
+* :func:`begin_run` from ``fit`` once the checkpoint is loaded: resumed from step N, the
+  records the run writes again (validation at updates >= N, among them a pass the kill
+  interrupted, and training at updates > N) move to a side file beside the log; started
+  from step 0 over a log that holds records, all of them move (and the manifest's costs
+  start again, the old manifest kept beside them), so a re-run in the same folder is a
+  new run, never a second copy in one log. Nothing is deleted; each move prints one line;
+* :func:`end_run` from ``fit`` before it returns: the last step's open episodes are recorded
+  (verl-agent never calls ``close()``).
+
+Costs (:meth:`FairRun.add_costs`, from ``record_costs``) are kept in memory and the
+manifest, whose size does not grow with the updates, is replaced atomically each step.
+A resumed run's costs include the work it did again after the checkpoint: they are what
+the run spent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from sokoban_published import PUBLISHED_FILES, RELEASE
+
+from ...files import json_document, write_atomic
+from ...layout import TRAIN_DATA
+from ...paths import PathError, read_bounded
+from ...records.episodes import _refuse_duplicate_keys, episode_writer, next_aside_number
+from ...records.manifest import (ManifestError, check_same_run, manifest_from_verl_config, manifest_path,
+                                 merge_costs, read_manifest)
+
+STATE_NAME = "sokoban_fairness.json"  # in global_step_N/
+STATE_FORMAT = "sokoban-fairness checkpoint 1"
+MAX_STATE_BYTES = 1 << 20
+OWN_LOG = "give each run its own trainer.experiment_name or env.fairness_log"
+
+
+class CheckpointStateError(ValueError):
+    """A checkpoint whose sampler state is missing, altered or of another run."""
+
+
+class FairRun:
+    """One fair run's log, manifest and environments, for the trainer's hooks."""
+
+    def __init__(self, log: Path | None, manifest: dict | None):
+        self.log, self.manifest = log, manifest
+        self.writer = None if log is None else episode_writer(log)
+        self.training = self.validation = None  # set by make_fair_envs
+        self.restored: int | None = None  # the step of the checkpoint restore_checkpoint_state loaded
+
+    def add_costs(self, entries) -> None:
+        """Add a step's cost entries (name: (unit, amount)) and replace the manifest."""
+        if self.log is not None:
+            path = manifest_path(self.log)
+            merge_costs(self.manifest, entries, str(path))
+            write_atomic(path, json_document(self.manifest))
+
+    def set_aside(self, reason: str, keep) -> None:
+        moved = self.writer.set_aside(reason, keep)
+        if moved is not None:
+            print(moved.notice(self.log), flush=True)
+        return moved
+
+
+def open_run(config, boards: dict) -> FairRun:
+    """The run of verl-agent's composed ``config`` (its ``env.fairness_log``), its boards read
+    from ``boards`` (:func:`sokoban_tools.records.boards.board_source`): see the module docstring."""
+    env = config.env
+    if env.fairness_log is None:
+        return FairRun(None, None)
+    log = Path(os.path.abspath(env.fairness_log))
+    log.parent.mkdir(parents=True, exist_ok=True)
+    manifest = manifest_from_verl_config(config, method=str(env.fairness_method), boards=boards)
+    run = FairRun(log, manifest)
+    run.set_aside("torn-line", keep=lambda record: True)
+    path = manifest_path(log)
+    if path.exists():
+        try:
+            old = read_manifest(path)
+        except (ManifestError, PathError) as err:
+            side = log.with_name(f"{log.name}.aside-{next_aside_number(log)}.torn-manifest.manifest.json")
+            os.replace(path, side)
+            print(f"sokoban-fairness: the manifest {path} does not read ({err}); moved it to {side.name} "
+                  f"beside it (kept, not deleted) and wrote it again", flush=True)
+        else:
+            check_same_run(old, manifest, path, log, OWN_LOG)
+            manifest["costs"] = old["costs"]
+    write_atomic(path, json_document(manifest))
+    return run
+
+
+def fair_run(envs) -> FairRun:
+    """The :class:`FairRun` of verl-agent's training environment manager ``envs``."""
+    return envs.fair_run
+
+
+def save_checkpoint_state(envs, folder: Path | str, global_steps: int) -> Path:
+    """Record the open training episodes and write the sampler's state into the checkpoint
+    ``folder`` (``global_step_N/``) atomically; returns the file."""
+    run = fair_run(envs)
+    run.training.end_episodes()
+    state = {"format": STATE_FORMAT, "update": global_steps, "release": RELEASE,
+             "train_sha256": PUBLISHED_FILES[TRAIN_DATA]["sha256"], "sampler": run.training.sampler_state()}
+    path = Path(folder) / STATE_NAME
+    write_atomic(path, json_document(state))
+    return path
+
+
+def restore_checkpoint_state(envs, folder: Path | str) -> None:
+    """Continue the sampler of the checkpoint ``folder`` (``global_step_N/``); a
+    :class:`CheckpointStateError` naming the file when it is missing, altered or foreign."""
+    run = fair_run(envs)
+    folder = Path(folder)
+    path = folder / STATE_NAME
+    way_out = (f"resume from a checkpoint this run saved with the sokoban-fairness patch "
+               f"(trainer.resume_from_path=.../global_step_N), or start again from step 0 with "
+               f"trainer.resume_mode=disable (the log's records are set aside, not deleted)")
+    if not path.is_file():
+        raise CheckpointStateError(f"{path}: missing, so the checkpoint {folder.name} cannot continue the run's "
+                                   f"training boards (a checkpoint of a run without the patch, or one the "
+                                   f"patch did not finish saving); {way_out}")
+    try:
+        state = json.loads(read_bounded(path, MAX_STATE_BYTES, "checkpoint state").decode("utf-8"),
+                           object_pairs_hook=_refuse_duplicate_keys)
+    except (ValueError, PathError) as err:
+        raise CheckpointStateError(f"{path}: does not read ({err}): it was altered or half-written; "
+                                   f"{way_out}") from None
+    step = folder.name.rsplit("global_step_", 1)[-1]
+    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise CheckpointStateError(f"{path}: format {found!r}, expected {STATE_FORMAT!r}; {way_out}")
+    if str(state.get("update")) != step:
+        raise CheckpointStateError(f"{path}: holds the state of update {state.get('update')!r}, but the checkpoint "
+                                   f"is of step {step}: it was copied from another checkpoint; {way_out}")
+    published = PUBLISHED_FILES[TRAIN_DATA]["sha256"]
+    if state.get("train_sha256") != published:
+        raise CheckpointStateError(f"{path}: was saved by a run of another dataset release "
+                                   f"({state.get('release')!r}, {TRAIN_DATA} {str(state.get('train_sha256'))[:12]}), "
+                                   f"not {RELEASE} ({published[:12]}): its boards cannot be continued with "
+                                   f"these; resume with the release it was trained on, or {way_out}")
+    try:
+        run.training.restore_sampler(state.get("sampler"))
+    except (ValueError, TypeError) as err:
+        raise CheckpointStateError(f"{path}: its sampler state is refused: {err}; {way_out}") from None
+    run.restored = state["update"]
+
+
+def begin_run(envs, global_steps: int) -> None:
+    """Set aside what the run will write again, now that verl-agent has loaded its checkpoint
+    (``global_steps`` N > 0) or found none (0): see the module docstring."""
+    run = fair_run(envs)
+    if run.log is None:
+        return
+    if global_steps == 0:
+        moved = run.set_aside("restart", keep=lambda record: False)
+        if moved is not None:
+            old = manifest_path(run.log)
+            side = moved.path.with_name(moved.path.name.removesuffix(".jsonl") + ".manifest.json")
+            write_atomic(side, json_document(run.manifest))  # its costs, beside the records they bought
+            run.manifest["costs"] = {}
+            write_atomic(old, json_document(run.manifest))
+        return
+    if run.restored != global_steps:
+        raise RuntimeError(f"the trainer resumed at step {global_steps}, but no sokoban-fairness checkpoint state "
+                           f"was restored for it (restore_checkpoint_state); apply the whole patch")
+    run.set_aside(f"resume-from-{global_steps}",
+                  keep=lambda r: r.update < global_steps if r.phase == "validation" else r.update <= global_steps)
+
+
+def end_run(envs) -> None:
+    """Record the last step's open training episodes: the run ends without ``close()``."""
+    fair_run(envs).training.end_episodes()
