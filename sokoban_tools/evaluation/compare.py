@@ -136,8 +136,8 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
         settings = check_settings(manifests_a, manifests_b, allowed)
     else:
         settings = {"checked": False}
-    boards = BoardSet.load(validation)
     logs_a, logs_b = read_logs(a_paths), read_logs(b_paths)
+    boards = BoardSet.load(validation, [*a_paths, *b_paths])
     check_board_set(logs_a.rows + logs_b.rows, boards)
     a = pick_method(group_rows(logs_a.rows, boards), method_a, "a", a_paths)
     b = pick_method(group_rows(logs_b.rows, boards), method_b, "b", b_paths)
@@ -284,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the learning curves to FILE: .png, .pdf or .svg (needs matplotlib)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--evaluation", type=Path, default=None,
-                        help="a local copy of fairness/evaluation.jsonl (default: the clone's, or the pinned "
+                        help="a local copy of fairness/evaluation.jsonl (default: where the run manifest beside "
+                             "the first log says the run read its boards, else the clone's, else the pinned "
                              "release's from the Hub)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")

@@ -5,7 +5,11 @@
 
 Each (method, run, update) group must be one complete pass over the published
 256 validation boards (see :mod:`sokoban_tools.evaluation.scoring` for what is refused).
-Intervals are Wilson score intervals; training rows are counted and ignored.
+Intervals are Wilson score intervals; training rows are counted and ignored. The
+passes are checked against the schedule of the run manifest beside each log, and a
+resumed or restarted run is reported as such (:mod:`sokoban_tools.evaluation.schedule`).
+The boards are read from where the manifest says the run read them, unless
+``--evaluation`` names a file.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from ..paths import PathError
 from ..protocol import STRATA
 from ..records.rows import DataError
 from ..records.boards import BoardsNotFound
+from .schedule import check_schedule, describe
 from .scoring import BoardSet, check_board_set, group_rows, read_logs, score_group
 
 INTERVAL = "Wilson score 95% interval"
@@ -28,16 +33,18 @@ INTERVAL = "Wilson score 95% interval"
 
 def score(paths: list[Path], validation: Path | None = None) -> dict:
     """Every pass in the logs at ``paths``, scored against ``evaluation``."""
-    boards = BoardSet.load(validation)
     logs = read_logs(paths)
+    boards = BoardSet.load(validation, paths)
     check_board_set(logs.rows, boards)
+    groups = [score_group(group, boards) for group in group_rows(logs.rows, boards)]
     return {
         "logs": [str(path) for path in paths],
         "evaluation_sha256": boards.sha256,
         "interval": INTERVAL,
         "validation_rows": len(logs.rows),
         "training_rows_ignored": logs.training_rows,
-        "groups": [score_group(group, boards) for group in group_rows(logs.rows, boards)],
+        "groups": groups,
+        "schedule": [entry for path in paths for entry in check_schedule(path, logs.runs[path])],
     }
 
 
@@ -77,6 +84,7 @@ def render(report: dict) -> str:
          *[f"{g['by_length'][n]['wins']}/{g['by_length'][n]['boards']}" for n in lengths]]
         for g in groups
     ]))
+    lines += ["", "Schedule and history:", ""] + [describe(entry) for entry in report["schedule"]]
     return "\n".join(lines)
 
 
@@ -85,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="episode logs (JSONL)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--evaluation", type=Path, default=None,
-                        help="a local copy of fairness/evaluation.jsonl (default: the clone's, or the pinned "
+                        help="a local copy of fairness/evaluation.jsonl (default: where the run manifest beside "
+                             "the first log says the run read its boards, else the clone's, else the pinned "
                              "release's from the Hub)")
     args = parser.parse_args(argv)
     try:

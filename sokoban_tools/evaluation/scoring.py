@@ -22,12 +22,18 @@ from ..layout import ROOT, VALIDATION_DATA
 from ..protocol import STRATA, stratum_of
 from ..records.rows import DataError
 from ..records.episodes import EpisodeRecord, read_episodes
-from ..records.boards import board_file
+from ..records.boards import board_file, board_file_from
+from ..records.manifest import BOARDS, manifest_path, read_manifest
 from ..records.tasks import load_validation
 from .stats import wilson_interval
 
 DEFAULT_VALIDATION = ROOT / VALIDATION_DATA
 REPLAY_HINT = f"play the current {VALIDATION_DATA} again and log every board of each pass"
+INCOMPLETE_HINT = ("a run interrupted during validation leaves such a pass: resume or restart it with the "
+                   "patched trainer, which sets the pass aside, or move these rows out of the log")
+REPEATED_HINT = ("the log holds two runs' passes (a re-run in the same folder, or a resume without the "
+                 "patched trainer, which sets them aside): give each run its own trainer.experiment_name or "
+                 "env.fairness_log, or move one run's rows out of the log")
 
 
 @dataclass(frozen=True)
@@ -40,14 +46,29 @@ class BoardSet:
     strata: np.ndarray
 
     @classmethod
-    def load(cls, path: Path | str | None = None) -> "BoardSet":
-        """Read ``path`` (default: the clone's, else the pinned release's from the Hub; see
-        :func:`sokoban_tools.records.boards.board_file`), refusing it unless it is the
-        published evaluation file."""
-        rows = load_validation(board_file(VALIDATION_DATA) if path is None else path)
+    def load(cls, path: Path | str | None = None, logs: list[Path] = ()) -> "BoardSet":
+        """Read ``path``; by default from where the first of ``logs`` with a run manifest
+        recording it read its boards (a folder, or a Hub revision tried in the local cache
+        first), else the clone's, else the pinned release's from the Hub (see
+        :func:`sokoban_tools.records.boards.board_file`); refused unless it is the published
+        evaluation file."""
+        if path is None:
+            path = _recorded_board_file(logs)
+        rows = load_validation(board_file(VALIDATION_DATA, cache_first=True) if path is None else path)
         lengths = np.array([row.shortest_solution_length for row in rows])
         return cls(PUBLISHED_FILES[VALIDATION_DATA]["sha256"], tuple(row.task_id for row in rows),
                    lengths, np.array([stratum_of(int(n)) for n in lengths]))
+
+
+def _recorded_board_file(logs: list[Path]) -> Path | None:
+    """The evaluation file where the first log's manifest says its run read the boards."""
+    for log in logs:
+        path = manifest_path(log)
+        if path.is_file():
+            boards = read_manifest(path).get(BOARDS)
+            if boards is not None:
+                return board_file_from(VALIDATION_DATA, boards)
+    return None
 
 
 @dataclass(frozen=True)
@@ -72,30 +93,37 @@ class Group:
 
 @dataclass(frozen=True)
 class Logs:
-    """The validation rows of some logs, and how many training rows they also hold."""
+    """The validation rows of some logs, and how many training rows they also hold; per log,
+    each (method, run)'s validation updates and last training update (``None``: none)."""
 
     rows: list[LoggedRow]
     training_rows: int
+    runs: dict[Path, dict[tuple[str, str], tuple[set[int], int | None]]]
 
 
 def read_logs(paths: list[Path]) -> Logs:
     """Every row of the logs, checked line by line; validation rows kept. An empty
     log, or logs without a validation row, are refused naming the files."""
-    rows, training = [], 0
+    rows, training, runs = [], 0, {}
     for path in paths:
         records = read_episodes(path)
         if not records:
             raise DataError(f"{path}: is empty, but an episode log holds one JSON line per finished episode; "
                             f"give the log the runtime wrote")
+        runs[path] = {}
         for line, record in enumerate(records, start=1):
+            validated, trained = runs[path].get((record.method, record.run), (set(), None))
             if record.phase == "validation":
                 rows.append(LoggedRow(f"{path}:{line}", record))
+                validated.add(record.update)
             else:
                 training += 1
+                trained = record.update if trained is None else max(trained, record.update)
+            runs[path][(record.method, record.run)] = (validated, trained)
     if not rows:
         raise DataError(f"{', '.join(map(str, paths))}: hold{'s' if len(paths) == 1 else ''} no validation rows "
                         f"({training:,} training rows); log the validation passes (phase \"validation\")")
-    return Logs(rows, training)
+    return Logs(rows, training, runs)
 
 
 def check_board_set(rows: list[LoggedRow], boards: BoardSet) -> None:
@@ -128,7 +156,7 @@ def group_rows(rows: list[LoggedRow], boards: BoardSet) -> list[Group]:
         played = seen.setdefault(key, {})
         if record.task_id in played:
             raise DataError(f"{row.location}: {record.task_id} repeats in {_name(key)} (first at "
-                            f"{played[record.task_id].location}); {REPLAY_HINT}")
+                            f"{played[record.task_id].location}): a repeated validation pass; {REPEATED_HINT}")
         played[record.task_id] = row
     groups = []
     for key, played in sorted(seen.items()):
@@ -136,8 +164,8 @@ def group_rows(rows: list[LoggedRow], boards: BoardSet) -> list[Group]:
         missing = [task_id for task_id in boards.task_ids if task_id not in played]
         if missing:
             shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
-            raise DataError(f"{first}: {_name(key)} misses {len(missing)} of the {len(position)} "
-                            f"validation boards ({shown}); {REPLAY_HINT}")
+            raise DataError(f"{first}: an incomplete validation pass: {_name(key)} misses {len(missing)} of "
+                            f"the {len(position)} validation boards ({shown}); {INCOMPLETE_HINT}")
         ordered = [played[task_id].record for task_id in boards.task_ids]
         groups.append(Group(*key, np.array([r.won for r in ordered]),
                             np.array([r.episode_return for r in ordered]), first))

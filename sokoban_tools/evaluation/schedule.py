@@ -1,0 +1,90 @@
+"""A log's validation passes against the schedule its run manifest declares, and its history.
+
+verl-agent validates before training (``evaluation.before_training``), every
+``evaluation.frequency`` updates and after the last (``update_budget.total_training_steps``);
+a resumed run validates again at the step it resumed from. A pass that is missing or
+not on that schedule changes what a learning curve shows without failing any check of
+the boards, so ``score`` reports each by update. What happened to the log (resumes,
+restarts, torn lines set aside) comes from its side files
+(:func:`sokoban_tools.records.episodes.side_files`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..records.episodes import side_files
+from ..records.manifest import manifest_path, read_manifest
+
+_RESUMED = re.compile(r"resume-from-(\d+)")
+
+
+def history(log: Path) -> dict:
+    """The resumes (updates, in order), restarts and torn lines the side files of ``log`` record."""
+    reasons = [reason for _, _, reason in side_files(log)]
+    return {"resumed_from": [int(m.group(1)) for m in map(_RESUMED.fullmatch, reasons) if m],
+            "restarts": reasons.count("restart"), "torn_lines_set_aside": reasons.count("torn-line")}
+
+
+def expected_passes(settings: dict, reached: int, resumed_from: list[int]) -> tuple[set[int], set[int]]:
+    """The validation updates the schedule requires up to update ``reached``, and those it allows
+    besides (a resume's pass; the last update's, when the number of updates is not declared)."""
+    before, frequency = settings["evaluation.before_training"], settings["evaluation.frequency"]
+    total = settings["update_budget.total_training_steps"]
+    required = {0} if before is not False else set()  # verl-agent's val_before_train defaults to true
+    allowed = set(resumed_from) if before is not False else set()
+    if frequency is not None and frequency > 0:
+        required |= set(range(frequency, reached + 1, frequency))
+        if total is not None and reached >= total:
+            required.add(total)
+        elif total is None:
+            allowed.add(reached)
+    return required, allowed
+
+
+def check_schedule(log: Path, runs: dict[tuple[str, str], tuple[set[int], int | None]]) -> list[dict]:
+    """Per (method, run) of ``log``: its validation updates, those missing from or not on the
+    schedule of the manifest beside it (``checked`` false without one), and its history."""
+    path = manifest_path(log)
+    manifest = read_manifest(path) if path.is_file() else None
+    past = history(log)
+    report = []
+    for (method, run), (validated, trained) in sorted(runs.items()):
+        entry = {"log": str(log), "method": method, "run": run, "validated": sorted(validated),
+                 "last_training_update": trained, **past, "checked": manifest is not None}
+        if manifest is not None and validated:
+            reached = max(trained if trained is not None else 0, max(validated))
+            required, allowed = expected_passes(manifest["settings"], reached, past["resumed_from"])
+            total = manifest["settings"]["update_budget.total_training_steps"]
+            entry.update(missing=sorted(required - validated), unexpected=sorted(validated - required - allowed),
+                         total_training_steps=total, stopped_early=total is not None and reached < total)
+        report.append(entry)
+    return report
+
+
+def describe(entry: dict) -> str:
+    """One line on a run's schedule and history, for the readable report."""
+    name = f"{entry['method']} {entry['run']} ({Path(entry['log']).name})"
+    parts = []
+    if not entry["checked"]:
+        parts.append("schedule not checked: no run manifest beside the log")
+    else:
+        for key, label in (("missing", "MISSING validation pass at update"),
+                           ("unexpected", "UNEXPECTED validation pass (not on the manifest's schedule) at update")):
+            if entry[key]:
+                parts.append(f"{label}{'s' if len(entry[key]) > 1 else ''} {', '.join(map(str, entry[key]))}")
+        if entry["stopped_early"]:
+            parts.append(f"the log ends at update {max(entry['validated'] + [entry['last_training_update'] or 0])} "
+                         f"of {entry['total_training_steps']} (stopped, or still running)")
+        if not parts:
+            parts.append("validation passes as the manifest's schedule declares")
+    if entry["resumed_from"]:
+        parts.append(f"resumed from update {', '.join(map(str, entry['resumed_from']))}")
+    if entry["restarts"]:
+        parts.append(f"restarted from update 0 {entry['restarts']} time(s)")
+    if entry["torn_lines_set_aside"]:
+        parts.append(f"{entry['torn_lines_set_aside']} torn line(s) set aside")
+    if entry["resumed_from"] or entry["restarts"] or entry["torn_lines_set_aside"]:
+        parts[-1] += " (the records set aside are in the side files beside the log)"
+    return f"{name}: " + "; ".join(parts)
