@@ -30,8 +30,9 @@ from sokoban_tools.records.manifest import manifest_path, read_manifest
 from test_verl_agent_patch import patched_copy, require
 
 DRIVER = Path(__file__).resolve().parent / "verl_agent_fit.py"
+# text observations: what is killed and resumed does not depend on them, and they halve the time
 SMALL = ["data.train_batch_size=4", "env.rollout.n=2", "data.val_batch_size=128", "trainer.total_training_steps=4",
-         "trainer.test_freq=2"]
+         "trainer.test_freq=2", "env.sokoban.mode=tiny_rgb_array"]
 CHECKPOINTS = SMALL + ["trainer.save_freq=2"]  # resume_mode=auto: verl-agent's default
 NO_CHECKPOINTS = SMALL + ["trainer.save_freq=-1"]  # run_sokoban.sh's: a restart starts from step 0
 EVENTS = ("rollout", "validation", "checkpoint", "append")

@@ -16,15 +16,17 @@ validation every ``test_freq`` and at the last step, ``_save_checkpoint`` every
 ``save_freq`` and at the last step (``data.pt``, the patch's ``save_checkpoint_state``,
 then ``latest_checkpointed_iteration.txt``), ``record_costs``, and ``end_run`` at the end.
 Only the model is scripted: deterministic answers from each board's stored solution,
-malformed ones mixed in (:class:`verl_agent_run.ScriptedModel`), every environment stepped
-every turn as ``vanilla_multi_turn_loop`` does.
+malformed ones mixed in (:class:`verl_agent_run.ScriptedModel`), or with ``"model":
+"solution"`` the solutions alone (shorter rollouts), every environment stepped every turn
+as ``vanilla_multi_turn_loop`` does.
 
 A run's ``kill`` is ``[event, k]``: the child kills itself with ``SIGKILL`` at the k-th
 ``rollout`` (a training step's turn), ``validation`` (a validation turn), ``checkpoint``
 (inside the checkpoint state's write: temp file written, not yet renamed) or ``append``
 (a log append, half its bytes written: a torn line); ``kill_after`` (seconds) makes the
 parent kill the child at that time instead. The report gives each run's exit, the log's
-bytes and side files after it, the sampler's last state, and RSS figures for ``memory``.
+bytes and side files after it, the sampler's last state, and for ``memory_at`` (updates)
+the RSS and the episode records still alive after those updates.
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ def rss_kb() -> int:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
+def records_alive() -> int:
+    """Episode records still referenced anywhere in this process."""
+    import gc
+
+    from sokoban_tools.records.episodes import EpisodeRecord
+
+    gc.collect()
+    return sum(isinstance(thing, EpisodeRecord) for thing in gc.get_objects())
+
+
 class Killer:
     """SIGKILL this process at the k-th occurrence of an event; counts every event."""
 
@@ -66,13 +78,25 @@ class Killer:
         time.sleep(60)
 
 
-def rollout(manager, solutions, max_steps, killer: Killer, event: str) -> None:
+class SolutionModel:
+    """Answers each board's stored solution, well formed, then ``still`` (a cheaper rollout)."""
+
+    def __init__(self, plans: list[list[int]], max_steps: int):
+        self.plans = plans
+
+    def answers(self, turn: int) -> tuple[list[str], list[int]]:
+        from verl_agent_run import ACTION_WORDS
+
+        actions = [plan[turn] if turn < len(plan) else 0 for plan in self.plans]
+        return [f"<think>{turn}</think><action>{ACTION_WORDS.get(a, 'still')}</action>" for a in actions], actions
+
+
+def rollout(manager, solutions, max_steps, killer: Killer, event: str, model_class) -> None:
     """One ``vanilla_multi_turn_loop`` of environment calls with the scripted model."""
     import numpy as np
-    from verl_agent_run import ScriptedModel
 
     manager.reset(kwargs=None)
-    model = ScriptedModel([solutions[task] for task in manager.envs.task_ids], max_steps)
+    model = model_class([solutions[task] for task in manager.envs.task_ids], max_steps)
     is_done = None
     for turn in range(max_steps):
         texts, _ = model.answers(turn)
@@ -87,10 +111,11 @@ def rollout(manager, solutions, max_steps, killer: Killer, event: str) -> None:
 class Trainer:
     """The parts of ``RayPPOTrainer`` the fair hooks see, driven as the patched ``fit`` drives them."""
 
-    def __init__(self, config, solutions, killer: Killer, memory: dict | None):
+    def __init__(self, config, solutions, killer: Killer, memory: dict | None, model_class):
         from agent_system.environments import make_envs
 
         self.config, self.solutions, self.killer, self.memory = config, solutions, killer, memory
+        self.model = model_class
         self.envs, self.val_envs = make_envs(config)
         self.global_steps = 0
         self.total_training_steps = config.trainer.total_training_steps
@@ -99,7 +124,7 @@ class Trainer:
         from sokoban_tools.integrations.verl_agent.hooks import validation_batches
 
         for _ in validation_batches(Rows(), self.val_envs, self.global_steps):
-            rollout(self.val_envs, self.solutions, self.config.env.max_steps, self.killer, "validation")
+            rollout(self.val_envs, self.solutions, self.config.env.max_steps, self.killer, "validation", self.model)
 
     def _save_checkpoint(self):
         import torch
@@ -139,7 +164,7 @@ class Trainer:
         while True:
             is_last_step = self.global_steps >= self.total_training_steps
             hooks.label_training_update(self.envs, self.global_steps)
-            rollout(self.envs, self.solutions, self.config.env.max_steps, self.killer, "rollout")
+            rollout(self.envs, self.solutions, self.config.env.max_steps, self.killer, "rollout", self.model)
             if trainer.test_freq > 0 and (is_last_step or self.global_steps % trainer.test_freq == 0):
                 self._validate()
             if trainer.save_freq > 0 and (is_last_step or self.global_steps % trainer.save_freq == 0):
@@ -147,6 +172,7 @@ class Trainer:
             hooks.record_costs(self.envs, COSTS, 1)
             if self.memory is not None and self.global_steps in self.memory["at"]:
                 self.memory["rss_kb"][str(self.global_steps)] = rss_kb()
+                self.memory["records_alive"][str(self.global_steps)] = records_alive()
             self.global_steps += 1
             if is_last_step:
                 end_run(self.envs)
@@ -207,10 +233,14 @@ def child(run: dict, config, solutions, status: Path) -> None:
     """One trainer process: the fit mirror, then its sampler's state and memory figures."""
     killer = Killer(run.get("kill"))
     instrument(killer)
-    memory = {"at": set(run.get("memory_at", [])), "rss_kb": {}} if run.get("memory_at") else None
-    trainer = Trainer(config, solutions, killer, memory)
+    memory = {"at": set(run.get("memory_at", [])), "rss_kb": {}, "records_alive": {}} if run.get("memory_at") else None
+    from verl_agent_run import ScriptedModel
+
+    model = SolutionModel if run.get("model") == "solution" else ScriptedModel
+    trainer = Trainer(config, solutions, killer, memory, model)
     trainer.fit()
     report = {"sampler": trainer.envs.envs.sampler_state(), "rss_kb": memory and memory["rss_kb"],
+              "records_alive": memory and memory["records_alive"],
               "events": killer.counts}
     status.write_text(json.dumps(report))
 
@@ -282,15 +312,15 @@ def main(args: dict) -> dict:
                 finally:
                     sys.stdout.flush()
                     os._exit(code)
+            reaped = (0, 0)
             if run.get("kill_after") is not None:
                 deadline = started + run["kill_after"]
-                while time.monotonic() < deadline and os.waitpid(pid, os.WNOHANG) == (0, 0):
+                while time.monotonic() < deadline and reaped == (0, 0):
+                    reaped = os.waitpid(pid, os.WNOHANG)
                     time.sleep(0.01)
-                try:
+                if reaped == (0, 0):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            _, code = os.waitpid(pid, 0)
+            _, code = reaped if reaped != (0, 0) else os.waitpid(pid, 0)
             log = Path(config.env.fairness_log)
             error = work / f"error-{number}.txt"
             reports.append({
