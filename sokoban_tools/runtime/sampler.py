@@ -13,9 +13,10 @@ Training (:class:`TrainingSampler`)
     The sampler belongs to the trainer process, not to the environment
     workers, so it survives in-process worker releases. Its state can be saved
     and restored (:meth:`TrainingSampler.state_dict`,
-    :meth:`TrainingSampler.from_state_dict`, or pickling), but the reference
-    GRPO/CPAD launchers currently do **not** restore it on checkpoint
-    resumption: a resumed run starts its draws again from the seed.
+    :meth:`TrainingSampler.from_state_dict`, or pickling); the verl-agent patch
+    saves it with each checkpoint and restores it on resumption
+    (:mod:`sokoban_tools.integrations.verl_agent.resume`), so a resumed run
+    continues the draws of the run it resumes.
 
     A saved state names what it continues: the pool's digest, the settings, the
     seed, the number of updates drawn and ``draws_sha256``, a digest chained
@@ -170,8 +171,7 @@ class TrainingSampler:
 
     def state_dict(self) -> dict:
         """A JSON-serialisable snapshot from which :meth:`from_state_dict` continues
-        the same draws. (The reference launchers do not yet save or restore it
-        on checkpoint resumption.)"""
+        the same draws (the verl-agent patch keeps it with each checkpoint)."""
         return {
             "format": STATE_FORMAT,
             "pool_size": len(self._ids),
