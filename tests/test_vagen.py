@@ -163,6 +163,22 @@ def test_vagens_evaluator_plays_every_board_once_the_shortest_path_player_wins_a
     assert again.returncode == 1 and "already holds a validation pass" in again.stderr
     assert len(read_episodes(log)) == 256
 
+    # a dump holding a board twice, or an episode that ended in a model error, is refused by path
+    from sokoban_tools.integrations.vagen.rollouts import records_from_dump
+    from sokoban_tools.records.rows import DataError
+
+    tag = tmp_path / "rollouts" / "tag_sokoban_fairness_validation"
+    folders = sorted(path for path in tag.iterdir() if path.is_dir())
+    assert len(folders) == 256 and len(records_from_dump(tag, "m", "r")) == 256
+    shutil.copytree(folders[0], tag / "zz-copy")
+    with pytest.raises(DataError, match="was played already"):
+        records_from_dump(tag, "m", "r")
+    shutil.rmtree(tag / "zz-copy")
+    metrics = json.loads((folders[5] / "metrics.json").read_text())
+    (folders[5] / "metrics.json").write_text(json.dumps({**metrics, "finish_reason": "model_error"}))
+    with pytest.raises(DataError, match=r"metrics.json: the episode ended with 'model_error'.*run.resume=skip_completed"):
+        records_from_dump(tag, "m", "r")
+
 
 PROBE = r"""
 import asyncio, hashlib, json, sys
