@@ -109,7 +109,7 @@ def test_the_shortest_path_policy_wins_all_256_through_make_and_the_log_scores(g
 
     log = tmp_path / "ppo.jsonl"
     env = gymnasium.make(ID, split="validation", episode_log=log, method="shortest-path", run="7", update=3,
-                         settings={"initial_weights.model": "scripted"})
+                         settings={"initial_weights.model": "scripted"}, trained=False)
     rows = load_validation()
     obs, info = env.reset(seed=0)
     for row in rows:
@@ -128,6 +128,16 @@ def test_the_shortest_path_policy_wins_all_256_through_make_and_the_log_scores(g
     assert manifest["settings"]["action_horizon"] == 15 and manifest["settings"]["reward.solved"] == 10.0
     assert manifest["settings"]["initial_weights.model"] == "scripted"
     assert manifest["notes"]["env_id"] == "SokobanFairness-v1"
+    assert manifest["data_sha256"]["fairness/train.jsonl"] is None  # a scripted policy learnt nothing
+
+
+def test_a_vector_of_16_shares_one_seeded_draw_of_training_boards(gymnasium):
+    ids = [row.task_id for row in load_training()]
+    envs = gymnasium.make_vec(ID, num_envs=16, batch_size=32)
+    _, info = envs.reset(seed=9)
+    draw = TrainingSampler(ids, 32, 1, 9).next_batch().task_ids  # environment i plays positions i and i + 16
+    assert list(info["task_id"]) == list(draw[:16])
+    assert [env.reset()[1]["task_id"] for env in envs.envs] == list(draw[16:])  # each one's next episode
 
 
 def exact_interval(probabilities: list[float], tail: float = 5e-4) -> tuple[int, int]:

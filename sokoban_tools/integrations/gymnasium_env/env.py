@@ -32,9 +32,11 @@ plays each draw's boards once, between them.
 
 With ``episode_log``, every finished episode is appended to it as an
 :class:`sokoban_tools.records.episodes.EpisodeRecord` (training rows labelled with the
-sampler's draw as their update, validation rows with ``update``), and the run manifest is
+sampler's draw as their update, validation rows with ``update``, which a learner sets,
+``env.unwrapped.update = n``, before each validation pass), and the run manifest is
 written beside it, the learner's own settings (``settings``, keys of
-:data:`sokoban_tools.records.manifest.SETTINGS`) added to the environment's.
+:data:`sokoban_tools.records.manifest.SETTINGS`) added to the environment's (``trained=False``
+for a policy that never learnt on the training boards).
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ class SokobanFairnessEnv(gymnasium.Env):
                  batch_size: int | None = None, shard_index: int = 0, shard_count: int = 1,
                  dataset_dir: str | Path | None = None, hub_revision: str | None = None,
                  episode_log: str | Path | None = None, method: str = "gymnasium", run: str = "0",
-                 update: int = 0, settings: dict | None = None):
+                 update: int = 0, settings: dict | None = None, trained: bool = True):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -112,10 +114,11 @@ class SokobanFairnessEnv(gymnasium.Env):
         self._over = True
         if self.episode_log is not None:
             self.episode_log.parent.mkdir(parents=True, exist_ok=True)
-            write_manifest(self.episode_log, self.manifest(settings or {}))
+            write_manifest(self.episode_log, self.manifest(settings or {}, trained))
 
-    def manifest(self, settings: dict) -> dict:
-        """The run manifest: the environment's settings, then the learner's ``settings``."""
+    def manifest(self, settings: dict, trained: bool = True) -> dict:
+        """The run manifest: the environment's settings, then the learner's ``settings``;
+        ``trained``: the policy learnt on the training boards (false: a scripted policy)."""
         unknown = [key for key in settings if key not in SETTING]
         if unknown:
             raise ValueError(f"settings: unknown keys {unknown}; use keys of sokoban_tools.records.manifest.SETTINGS")
@@ -125,7 +128,7 @@ class SokobanFairnessEnv(gymnasium.Env):
                        "action_horizon": self.max_steps})
         values.update(settings)
         notes = {"trainer": "gymnasium", "env_id": ENV_ID, "actions": ACTIONS_NOTE}
-        return new_manifest(self.method, values, notes)
+        return new_manifest(self.method, values, notes, trained=trained)
 
     @property
     def row(self) -> BoardRow:
