@@ -2,6 +2,7 @@
 
     python -m sokoban_tools score LOG ...        # success with intervals, per update and stratum
     python -m sokoban_tools compare --a LOG --b LOG
+    python -m sokoban_tools evaluate --base-url URL --model NAME --log LOG   # a served model
     python -m sokoban_tools reproduce [--check]  # regenerate every published file (from a clone)
     python -m sokoban_tools benchmark [--write]  # time the pipeline against the original code
 
@@ -34,6 +35,11 @@ def _score() -> Main:
 
 def _compare() -> Main:
     from .evaluation.compare import main
+    return main
+
+
+def _evaluate() -> Main:
+    from .integrations.served.evaluate import main
     return main
 
 
@@ -93,6 +99,8 @@ class Command:
 COMMANDS = (
     Command("score", "score episode logs: success with 95%% intervals, per update and stratum", _score, False),
     Command("compare", "compare two methods board by board with paired statistics", _compare, False),
+    Command("evaluate", "play a served vision-language model on the validation boards as verl-agent's "
+            "validation does, and log it", _evaluate, False),
     Command("pools", "generate the training and source pools from seeds", _pools, True),
     Command("selection", f"select the 256 validation boards ({SELECTOR})", _selection, True),
     Command("summary", "write the split counts and statistics", _summary, True),
