@@ -79,7 +79,11 @@ def stopped_with_one_line(code: int, err: str, *words: str) -> None:
 def test_shortest_path_model_wins_all_256_boards_in_the_trainers_format(tmp_path, capsys):
     log = tmp_path / "shortest.jsonl"
     with LoopbackServer(Script("shortest")) as server:
-        code, out, err = evaluate(capsys, server.base_url, log, "--concurrency", "16", "--revision", "abc123")
+        # a quick look first, then the rest of the pass by --resume
+        code, out, err = evaluate(capsys, server.base_url, log, "--boards", "5", "--revision", "abc123")
+        assert code == 0 and "NOT the protocol" in read_manifest(manifest_path(log))["notes"]["boards"], err
+        code, out, err = evaluate(capsys, server.base_url, log, "--concurrency", "16", "--revision", "abc123",
+                                  "--resume")
     assert code == 0, err
     lengths = {row.task_id: len(row.shortest_solution) for row in ROWS}
     assert outcomes(log) == {task: (True, n, pytest.approx(11 - 0.1 * n)) for task, n in lengths.items()}
@@ -100,7 +104,8 @@ def test_shortest_path_model_wins_all_256_boards_in_the_trainers_format(tmp_path
     assert settings["decoding.validation.temperature"] == 0.4 and settings["decoding.validation.do_sample"]
     assert manifest["costs"]["requests"]["value"] == server.requests
     assert manifest["costs"]["prompt_tokens"]["value"] > 0 and manifest["costs"]["wall_time"]["value"] > 0
-    assert manifest["notes"]["server_kind"] == "loopback" and "the protocol" in manifest["notes"]["boards"]
+    assert manifest["notes"]["server_kind"] == "loopback"
+    assert manifest["notes"]["boards"] == "all 256 validation boards (the protocol)"
     assert f"score {log}" in out
 
 
@@ -288,3 +293,4 @@ def test_a_server_dying_mid_run_stops_it_and_resume_on_a_new_server_finishes_it(
         code, _, err = evaluate(capsys, server.base_url, log, "--boards", "16", "--resume")
     assert code == 0, err
     assert outcomes(log) == outcomes(clean)
+

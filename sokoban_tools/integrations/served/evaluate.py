@@ -36,7 +36,8 @@ from ...paths import PathError
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, append_episodes, read_episodes
-from ...records.manifest import (SETTING, ManifestError, add_costs, environment_settings, new_manifest,
+from ...files import json_document, write_atomic
+from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, new_manifest,
                                  read_manifest, write_manifest)
 from ...records.rows import BoardRow, DataError
 from .client import Decoding, ServedModel, Stop
@@ -173,6 +174,17 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
     return new_manifest(args.method, settings, notes, trained=train_digest is not None)
 
 
+def record_manifest(log: Path, manifest: dict) -> None:
+    """Write the manifest beside ``log``, or keep the one there (same method and settings,
+    its costs) with the notes of this run: the board set, the server's URL may change on
+    ``--resume``."""
+    path = write_manifest(log, manifest)
+    kept = read_manifest(path)
+    if kept.get(NOTES) != manifest[NOTES]:
+        kept[NOTES] = manifest[NOTES]
+        write_atomic(path, json_document(kept))
+
+
 def finished_boards(log: Path, args, rows: list[BoardRow], sha256: str) -> dict[str, EpisodeRecord]:
     """The records this evaluation already holds in ``log`` (with ``--resume``), checked; a
     last line cut by a kill is dropped. Without ``--resume`` any such record stops the run."""
@@ -306,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
                             retries=args.retries, backoff=args.backoff)
         server_kind = args.server_kind or model.check() or "openai-compatible"
         args.log.parent.mkdir(parents=True, exist_ok=True)
-        write_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)))
+        record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)))
     except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
