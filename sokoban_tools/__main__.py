@@ -109,8 +109,8 @@ COMMANDS = (
     Command("example", "play the worked example's policies and log them", _example, True),
     Command("card", "write the dataset card, its pages and pictures, and the pins", _card, True),
     Command("reproduce", "regenerate (or --check) every published file, step by step", _reproduce, True),
-    Command("benchmark", "time the pipeline and loading; --write puts the figures in BENCHMARKS.md and "
-            "docs/reproducing.md", _benchmark, True),
+    Command("benchmark", "time the pipeline, loading and runtime; --write keeps the figures in BENCHMARKS.md",
+            _benchmark, True),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
 # reproduce's steps, in dependency order: each reads what the earlier ones wrote.

@@ -37,7 +37,7 @@ from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import manifest_path, read_manifest
 from sokoban_tools.records.rows import DataError
 from sokoban_tools.records.tasks import load_validation
-from test_verl_agent_patch import patched_copy
+from test_verl_agent_patched_trainer import patched_copy
 from unavailable import unavailable
 
 ROWS = load_validation(REPO / "fairness" / "evaluation.jsonl")
