@@ -128,7 +128,9 @@ def api_key(args) -> str:
 def public_url(url: str) -> str:
     """``url`` without credentials or query, as the manifest may show it."""
     parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
+    return urlunsplit((parts.scheme, host + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
 
 
 def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dict:

@@ -60,7 +60,8 @@ def _scaled(width: int, height: int, area: int) -> tuple[int, int]:
 def model_image(frame: np.ndarray) -> np.ndarray:
     """The image verl-agent hands its processor for the uint8 RGB ``frame``, as an array:
     resized to :func:`processed_size` with Pillow's default resampling (as ``process_image``
-    calls ``Image.resize``), unchanged if no bound applies."""
+    calls ``Image.resize``), unchanged if no bound applies. (``process_image`` also scales
+    an image whose pixels are all below 1 by 255; a rendered frame, walls always drawn, never is.)"""
     image = Image.fromarray(frame)
     size = processed_size(image.width, image.height)
     if size != image.size:
