@@ -30,7 +30,7 @@ import pytest
 from conftest import REPO
 from sokoban_tools.evaluation import compare, score
 from sokoban_tools.integrations.served.evaluate import main as evaluate_main
-from sokoban_tools.integrations.served.prompt import VISUAL_PROMPT
+from sokoban_tools.integrations.served.prompt import UPSTREAM_COMMIT, VISUAL_PROMPT
 from sokoban_tools.integrations.served.turn import request_seed
 from sokoban_tools.pipeline.publish.loopback_model import LoopbackServer, Script
 from sokoban_tools.records.episodes import read_episodes
@@ -138,6 +138,7 @@ def test_random_model_succeeds_within_its_exact_baselines_interval(tmp_path, cap
 
 def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(tmp_path, capsys):
     tree = patched_copy(tmp_path / "verl-agent")
+    assert (tree / "UPSTREAM_COMMIT").read_text(encoding="utf-8").strip() == UPSTREAM_COMMIT  # the prompt's source
     work = tmp_path / "work"
     work.mkdir()
     runner = subprocess.Popen([sys.executable, str(SERVED_RUNNER), json.dumps({"tree": str(tree), "work": str(work)})],
