@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import manifest_path, read_manifest
-from test_verl_agent_patch import patched_copy, require
+from test_verl_agent_patched_trainer import patched_copy, require
 from test_verl_agent_resume import drive
 
 UPDATES = 2000

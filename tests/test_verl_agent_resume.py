@@ -27,7 +27,7 @@ import pytest
 from sokoban_tools.evaluation.score import render, score
 from sokoban_tools.records.episodes import read_episodes, side_files
 from sokoban_tools.records.manifest import manifest_path, read_manifest
-from test_verl_agent_patch import patched_copy, require
+from test_verl_agent_patched_trainer import patched_copy, require
 
 DRIVER = Path(__file__).resolve().parent / "verl_agent_fit.py"
 # text observations: what is killed and resumed does not depend on them, and they halve the time

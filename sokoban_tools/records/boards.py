@@ -37,7 +37,7 @@ class BoardsNotFound(FileNotFoundError):
 
 
 def board_file(name: str, dataset_dir: Path | str | None = None, hub_revision: str | None = None,
-               hub_repo_id: str = HUB_REPO_ID, cache_first: bool = False) -> Path:
+               cache_first: bool = False) -> Path:
     """The local path of the published file ``name`` (e.g. ``fairness/evaluation.jsonl``),
     from the source chosen as the module docstring says; not yet checked."""
     if name not in PUBLISHED_FILES:
@@ -53,11 +53,10 @@ def board_file(name: str, dataset_dir: Path | str | None = None, hub_revision: s
         return _local_file(Path(dataset_dir), name)
     if hub_revision is None and runs_from_clone():
         return _local_file(ROOT, name)
-    return _hub_file(name, hub_repo_id, RELEASE_REVISION if hub_revision is None else hub_revision, cache_first)
+    return _hub_file(name, RELEASE_REVISION if hub_revision is None else hub_revision, cache_first)
 
 
-def board_source(dataset_dir: Path | str | None = None, hub_revision: str | None = None,
-                 hub_repo_id: str = HUB_REPO_ID) -> dict:
+def board_source(dataset_dir: Path | str | None = None, hub_revision: str | None = None) -> dict:
     """Where :func:`board_file` reads with these arguments, as a run manifest records it
     (``{"folder": absolute path}`` or ``{"hub_repo": id, "hub_revision": revision}``), so the
     run's log is scored from the same place without being told again."""
@@ -65,7 +64,7 @@ def board_source(dataset_dir: Path | str | None = None, hub_revision: str | None
         return {"folder": os.path.abspath(dataset_dir)}
     if hub_revision is None and runs_from_clone():
         return {"folder": str(ROOT)}
-    return {"hub_repo": hub_repo_id, "hub_revision": RELEASE_REVISION if hub_revision is None else hub_revision}
+    return {"hub_repo": HUB_REPO_ID, "hub_revision": RELEASE_REVISION if hub_revision is None else hub_revision}
 
 
 def board_file_from(name: str, source: dict) -> Path:
@@ -73,7 +72,10 @@ def board_file_from(name: str, source: dict) -> Path:
     cache is tried first, so a log whose boards were downloaded once scores offline."""
     if "folder" in source:
         return _local_file(Path(source["folder"]), name)
-    return board_file(name, hub_revision=source["hub_revision"], hub_repo_id=source["hub_repo"], cache_first=True)
+    if source["hub_repo"] != HUB_REPO_ID:
+        raise BoardsNotFound(f"the run read its boards from the Hub dataset {source['hub_repo']}, not "
+                             f"{HUB_REPO_ID}: give a copy of its {name} with --evaluation")
+    return board_file(name, hub_revision=source["hub_revision"], cache_first=True)
 
 
 def runs_from_clone() -> bool:
@@ -81,10 +83,10 @@ def runs_from_clone() -> bool:
     return (ROOT / "sokoban_tools" / "pipeline").is_dir()
 
 
-def load_boards(name: str, dataset_dir: Path | str | None = None, hub_revision: str | None = None,
-                hub_repo_id: str = HUB_REPO_ID) -> tuple[list[BoardRow], str]:
+def load_boards(name: str, dataset_dir: Path | str | None = None,
+                hub_revision: str | None = None) -> tuple[list[BoardRow], str]:
     """The checked rows of the published file ``name`` and its SHA-256 (see :func:`board_file`)."""
-    path = board_file(name, dataset_dir, hub_revision, hub_repo_id)
+    path = board_file(name, dataset_dir, hub_revision)
     return load_tasks(path, name), PUBLISHED_FILES[name]["sha256"]
 
 
@@ -100,18 +102,20 @@ def _local_file(folder: Path, name: str) -> Path:
     return path
 
 
-def _hub_file(name: str, repo_id: str, revision: str, cache_first: bool = False) -> Path:
+def _hub_file(name: str, revision: str, cache_first: bool = False) -> Path:
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RevisionNotFoundError
+    from huggingface_hub.errors import (EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError,
+                                        RevisionNotFoundError)
 
-    where = f"{name} at revision {revision!r} of the Hub dataset {repo_id}"
+    where = f"{name} at revision {revision!r} of the Hub dataset {HUB_REPO_ID}"
     if cache_first:
         try:
-            return Path(hf_hub_download(repo_id, name, repo_type="dataset", revision=revision, local_files_only=True))
+            return Path(hf_hub_download(HUB_REPO_ID, name, repo_type="dataset", revision=revision,
+                                        local_files_only=True))
         except LocalEntryNotFoundError:
             pass  # not cached: download it
     try:
-        return Path(hf_hub_download(repo_id, name, repo_type="dataset", revision=revision))
+        return Path(hf_hub_download(HUB_REPO_ID, name, repo_type="dataset", revision=revision))
     except LocalEntryNotFoundError:
         raise BoardsNotFound(f"{where} is not in the local Hugging Face cache and cannot be downloaded now "
                              f"(offline, or the Hub is unreachable): download it once while online, or give a "
@@ -119,5 +123,10 @@ def _hub_file(name: str, repo_id: str, revision: str, cache_first: bool = False)
     except RevisionNotFoundError:
         raise BoardsNotFound(f"{where}: the repository has no such revision (a tag, branch or commit); "
                              f"the release this package pins is {RELEASE_REVISION!r}") from None
+    except RepositoryNotFoundError:  # what the Hub answers for an unknown revision of some repositories too
+        raise BoardsNotFound(f"{where}: the Hub knows no such repository or revision (or it is private): "
+                             f"the release this package pins is the tag {RELEASE_REVISION!r}, which the "
+                             f"release steps push; give a revision the repository has, or a local copy of "
+                             f"the dataset repository") from None
     except EntryNotFoundError:
         raise BoardsNotFound(f"{where}: that revision has no such file") from None

@@ -46,6 +46,7 @@ from typing import Iterable
 
 from ..files import sync_directory, write_atomic
 from ..paths import read_bounded
+from . import strict_json
 from .rows import DataError
 
 EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256")
@@ -207,7 +208,7 @@ def next_aside_number(path: Path | str) -> int:
 def _checked_row(line: str, where: str, fix: str) -> EpisodeRecord:
     """The record of one complete log line; a :class:`DataError` naming ``where`` otherwise."""
     try:
-        row = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
+        row = strict_json.loads(line)
     except ValueError as err:
         raise DataError(f"{where}: not a JSON object ({err}); {fix}") from None
     problem = _problem(row) if isinstance(row, dict) else "not a JSON object"
@@ -263,11 +264,3 @@ def read_episodes(path: Path | str) -> list[EpisodeRecord]:
                         f"(an interrupted write); {fix}")
     return [_checked_row(line, f"{path}:{number}", fix)
             for number, line in enumerate(text.split("\n")[:-1], start=1)]
-
-
-def _refuse_duplicate_keys(pairs: list) -> dict:
-    keys = [key for key, _ in pairs]
-    duplicated = sorted({key for key in keys if keys.count(key) > 1})
-    if duplicated:
-        raise ValueError(f"duplicate keys {duplicated}")
-    return dict(pairs)

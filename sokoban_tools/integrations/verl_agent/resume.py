@@ -31,7 +31,6 @@ the run spent.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -40,7 +39,8 @@ from sokoban_published import PUBLISHED_FILES, RELEASE
 from ...files import json_document, write_atomic
 from ...layout import TRAIN_DATA
 from ...paths import PathError, read_bounded
-from ...records.episodes import _refuse_duplicate_keys, episode_writer, next_aside_number
+from ...records import strict_json
+from ...records.episodes import episode_writer, next_aside_number
 from ...records.manifest import (ManifestError, check_same_run, manifest_from_verl_config, manifest_path,
                                  merge_costs, read_manifest)
 
@@ -127,16 +127,15 @@ def restore_checkpoint_state(envs, folder: Path | str) -> None:
     run = fair_run(envs)
     folder = Path(folder)
     path = folder / STATE_NAME
-    way_out = (f"resume from a checkpoint this run saved with the sokoban-fairness patch "
-               f"(trainer.resume_from_path=.../global_step_N), or start again from step 0 with "
-               f"trainer.resume_mode=disable (the log's records are set aside, not deleted)")
+    way_out = ("resume from a checkpoint this run saved with the sokoban-fairness patch "
+               "(trainer.resume_from_path=.../global_step_N), or start again from step 0 with "
+               "trainer.resume_mode=disable (the log's records are set aside, not deleted)")
     if not path.is_file():
         raise CheckpointStateError(f"{path}: missing, so the checkpoint {folder.name} cannot continue the run's "
                                    f"training boards (a checkpoint of a run without the patch, or one the "
                                    f"patch did not finish saving); {way_out}")
     try:
-        state = json.loads(read_bounded(path, MAX_STATE_BYTES, "checkpoint state").decode("utf-8"),
-                           object_pairs_hook=_refuse_duplicate_keys)
+        state = strict_json.loads(read_bounded(path, MAX_STATE_BYTES, "checkpoint state"))
     except (ValueError, PathError) as err:
         raise CheckpointStateError(f"{path}: does not read ({err}): it was altered or half-written; "
                                    f"{way_out}") from None

@@ -455,7 +455,7 @@ def test_example__the_cards_runtime_example_runs_on_ray_and_logs_every_episode(t
 def test_patched_verl_agent__a_fair_make_envs_plays_on_this_ray(ray, tmp_path):
     """The patched verl-agent's make_envs on real actors of this module's Ray (verl-agent runs
     make_envs inside its Ray job): a small launcher, 2 boards x 2 copies and 16 validation workers."""
-    from test_verl_agent_patch import check_passes, patched_copy, run
+    from test_verl_agent_patched_trainer import check_passes, patched_copy, run
 
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("hydra") is None:
         unavailable("torch or hydra-core is not installed; pip install -e '.[test]'")
