@@ -30,6 +30,8 @@ from sokoban_tools.records.tasks import load_validation, load_training
 from sokoban_tools.integrations.verl_agent.envs import FairSokobanEnvs, WorkersLost, build_sokoban_envs
 from traces import RENDERS, boards_of, load_traces, mismatches
 
+pytestmark = pytest.mark.slow
+
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
 CPUS = 2
 

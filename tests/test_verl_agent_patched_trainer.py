@@ -34,6 +34,8 @@ from sokoban_tools.records.tasks import load_training, load_validation
 from unavailable import unavailable
 from venvs import OLAH, Venv, require_venv, run_client, source_copy
 
+pytestmark = pytest.mark.slow
+
 UPSTREAM = REPO.parent / "shared" / "verl-agent"
 PATCH = REPO / "sokoban_tools" / "integrations" / "verl_agent" / "sokoban-fairness.patch"
 RUNNER = Path(__file__).resolve().parent / "verl_agent_run.py"
@@ -238,7 +240,6 @@ def shell(line: str, cwd: Path, env: dict) -> str:
     return done.stdout
 
 
-@pytest.mark.slow
 def test_wheel__the_cards_commands_from_an_installed_package_with_boards_from_the_hub(tmp_path):
     require_upstream()
     python = require_venv(VERL_WHEEL_VENV)
