@@ -31,6 +31,7 @@ from sokoban_render import render_position
 from ...evaluation import score
 from ...files import sha256_file, write_atomic
 from ...layout import BENCHMARKS, DATA_DIR, ROOT, VALIDATION_DATA
+from ...protocol import DEFAULT_MAX_STEPS
 from ...records.rows import read_rows
 from ...rules.board import Board, from_lurd, play
 from ...rules.solver import shortest_solution
@@ -226,7 +227,7 @@ def scoring_figures() -> list[tuple[str, str, str, str]]:
         log = os.path.join(folder, "episodes.jsonl")
         append_episodes(log, (
             EpisodeRecord("method", f"run-{group // 10}", "validation", group % 10 * 5, task_id, bool(won),
-                          15, 10.0 if won else -1.5, digest)
+                          DEFAULT_MAX_STEPS, 10.0 if won else -1.5, digest)
             for group in range(SCORED_GROUPS) for task_id, won in zip(task_ids, rng.random(len(task_ids)) < 0.4)
         ))
         score_s = _cpu_seconds(lambda: score.score([log]))
