@@ -44,6 +44,7 @@ from typing import Mapping
 
 from sokoban_published import PUBLISHED_FILES, RELEASE
 
+from ..checks import integer
 from ..files import json_document, write_atomic
 from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..paths import read_bounded
@@ -301,18 +302,26 @@ def write_manifest(log: Path | str, manifest: dict) -> Path:
     already there is kept (with its costs) if it records the same method and
     settings, refused if it does not, since the log would mix runs of other settings."""
     path = manifest_path(log)
-    check_manifest(manifest, "the new manifest")
-    if path.exists():
-        old = read_manifest(path)
-        changed = [key for key in ("method", "settings") if old[key] != manifest[key]]
-        if changed:
-            keys = [key for key in SETTING if old["settings"][key] != manifest["settings"][key]]
-            raise ManifestError(f"{path}: holds the manifest of a run with another {changed[0]} "
-                                f"({', '.join(keys) or old['method']}), and {log} would mix both runs; "
-                                f"give this run its own episode log")
-        return path
-    write_atomic(path, json_document(manifest))
+    if not check_fits(log, manifest):
+        write_atomic(path, json_document(manifest))
     return path
+
+
+def check_fits(log: Path | str, manifest: dict) -> bool:
+    """Whether the manifest beside ``log`` is already ``manifest``'s run (same method and
+    settings); :class:`ManifestError` if it is another run's. Writes nothing."""
+    path = manifest_path(log)
+    check_manifest(manifest, "the new manifest")
+    if not path.exists():
+        return False
+    old = read_manifest(path)
+    changed = [key for key in ("method", "settings") if old[key] != manifest[key]]
+    if changed:
+        keys = [key for key in SETTING if old["settings"][key] != manifest["settings"][key]]
+        raise ManifestError(f"{path}: holds the manifest of a run with another {changed[0]} "
+                            f"({', '.join(keys) or old['method']}), and {log} would mix both runs; "
+                            f"give this run its own episode log")
+    return True
 
 
 def costs_from_verl_metrics(metrics: Mapping[str, object], gpus: int) -> dict[str, tuple[str, float]]:
@@ -321,8 +330,7 @@ def costs_from_verl_metrics(metrics: Mapping[str, object], gpus: int) -> dict[st
     which the trainer holds through every phase), and ``perf/total_num_tokens``
     as ``tokens``. A method's extra phase (a teacher's scoring) is timed under
     its own name and so becomes its own entry."""
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise ValueError(f"gpus must be a positive integer, got {gpus!r}")
+    gpus = integer("gpus", gpus, 1)
     entries = {}
     for key, value in metrics.items():
         if key.startswith("timing_s/"):

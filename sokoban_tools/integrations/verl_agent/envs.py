@@ -48,6 +48,7 @@ from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...records.rows import BoardRow
 from ...rules.board import Board
 from ...records.boards import load_boards
+from ...checks import integer
 from ...runtime.config import FAIRNESS_SETTINGS, DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config  # noqa: F401
 from ...runtime.env import ACTION_CHOICES, MODES, NO_ACTION, is_action, render
 from ...records.episodes import EpisodeRecord, append_episodes
@@ -180,8 +181,7 @@ class FairSokobanEnvs:
         fully played pass not yet ended is ended first (its records stay in the log and in
         :meth:`take_episodes`)."""
         schedule = self._validation("begin_pass")
-        if isinstance(update, bool) or not isinstance(update, int) or update < 0:
-            raise ValueError(f"update must be a non-negative integer, got {update!r}")
+        update = integer("update", update, 0)
         if schedule.chunks_played and schedule.chunks_played == schedule.num_chunks:
             self.end_pass()
         return schedule.begin_pass(update)
@@ -233,9 +233,7 @@ class FairSokobanEnvs:
         return [render(episode.board, self.mode) for episode in self._episodes]
 
     def _checked_index(self, env_idx) -> int:
-        if isinstance(env_idx, bool) or not isinstance(env_idx, int) or not 0 <= env_idx < self.num_processes:
-            raise ValueError(f"env_idx must be a worker index 0-{self.num_processes - 1}, got {env_idx!r}")
-        return env_idx
+        return integer("env_idx (a worker index)", env_idx, 0, self.num_processes - 1)
 
     def _checked_actions(self, actions) -> list[int]:
         actions = list(actions)
