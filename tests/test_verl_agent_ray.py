@@ -490,14 +490,19 @@ def test_example__the_cards_runtime_example_runs_on_ray_and_logs_every_episode(t
 
 def test_patched_verl_agent__a_fair_make_envs_plays_on_this_ray(ray, tmp_path):
     """The patched verl-agent's make_envs on real actors of this module's Ray (verl-agent runs
-    make_envs inside its Ray job): a small launcher, 2 boards x 2 copies and 16 validation workers."""
+    make_envs inside its Ray job): a small launcher, 2 boards x 2 copies and 16 validation workers.
+    The actor is killed, and restarted empty by Ray, between two steps of one validation chunk and
+    of the training rollout, as while the model generates: the rollouts and records must still be
+    exactly the scripted model's (what a run without the fault gives)."""
     from test_verl_agent_patch import check_passes, patched_copy, run
 
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("hydra") is None:
         unavailable("torch or hydra-core is not installed; pip install -e '.[test]'")
     tree = patched_copy(tmp_path / "verl-agent")
     env = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
+    rng = random.Random()
+    kill = {"chunk": rng.randrange(16), "turn": rng.randrange(1, 4), "training_turn": rng.randrange(1, 4)}
     report = run(sys.executable, tree, tmp_path / "work", env=env, val_batch_sizes=[16], backend="ray", updates=[0],
-                 extra_overrides=["data.train_batch_size=2", "env.rollout.n=2", "env.resources_per_worker.num_cpus=0.05"])
-    assert report["workers"] == "RayWorkers"
+                 kill=kill, extra_overrides=["data.train_batch_size=2", "env.rollout.n=2", "env.resources_per_worker.num_cpus=0.05"])
+    assert report["workers"] == "RayWorkers" and report["kills"] == 2, kill
     check_passes(report, {16: [16] * 16}, [sys.executable, "-m", "sokoban_tools", "score"], training_groups=(2, 2))
