@@ -273,7 +273,7 @@ def test_wheel__the_cards_commands_from_an_installed_package_with_boards_from_th
             work = tmp_path / "run"
             report = run(python, tmp_path / "verl-agent", work, env=env, val_batch_sizes=[128], backend="local",
                          log_per_size=False)
-            assert Path(report["package"]).parents[2].name == "site-packages"  # sokoban_tools/runtime/..., installed
+            assert Path(report["package"]).parents[3].name == "site-packages"  # sokoban_tools/integrations/verl_agent/hooks.py, installed
             assert "env.fairness=true" in report["overrides"]
             check_passes(report, {128: [128] * 2}, [str(python), "-m", "sokoban_tools", "score"], env)
             for line in after:  # score, without --evaluation: the boards of the pinned release
