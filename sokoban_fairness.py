@@ -53,8 +53,8 @@ _render, _published = _beside("sokoban_render"), _beside("sokoban_published")
 PALETTE, TILE_SIZE, encode_png, render_indices, render_rgb = (
     _render.PALETTE, _render.TILE_SIZE, _render.encode_png, _render.render_indices, _render.render_rgb)
 RELEASE, PUBLISHED_FILES = _published.RELEASE, _published.PUBLISHED_FILES
-ChecksumError, check_published_file, row_problem = (
-    _published.ChecksumError, _published.check_published_file, _published.row_problem)
+ChecksumError, DataError, check_published_file, row_problem = (
+    _published.ChecksumError, _published.DataError, _published.check_published_file, _published.row_problem)
 
 
 def cache_hash() -> str:
@@ -70,10 +70,6 @@ def cache_hash() -> str:
         with open(path, "rb") as handle:
             digest.update(handle.read())
     return digest.hexdigest()[:16]
-
-
-class DataError(ValueError):
-    """A row of a published file that is not a board row (a file re-pinned by hand)."""
 
 
 # ---------------------------------------------------------------------------

@@ -30,6 +30,11 @@ class ChecksumError(ValueError):
     """A data file that is not the published one: stale, truncated or tampered."""
 
 
+class DataError(ValueError):
+    """A data file, row or record that must not be used as it is, named with its line and the fix:
+    one class for the loading script and for the package's readers."""
+
+
 _CHUNK = 1 << 20  # bytes hashed at a time
 
 

@@ -2,6 +2,7 @@
 
     python -m sokoban_tools score LOG ...        # success with intervals, per update and stratum
     python -m sokoban_tools compare --a LOG --b LOG
+    python -m sokoban_tools vagen evaluate --episode-log LOG   # VAGEN's evaluator on the boards
     python -m sokoban_tools reproduce [--check]  # regenerate every published file (from a clone)
     python -m sokoban_tools benchmark [--write]  # time the pipeline against the original code
 
@@ -34,6 +35,11 @@ def _score() -> Main:
 
 def _compare() -> Main:
     from .evaluation.compare import main
+    return main
+
+
+def _vagen() -> Main:
+    from .integrations.vagen.cli import main
     return main
 
 
@@ -93,6 +99,7 @@ class Command:
 COMMANDS = (
     Command("score", "score episode logs: success with 95%% intervals, per update and stratum", _score, False),
     Command("compare", "compare two methods board by board with paired statistics", _compare, False),
+    Command("vagen", "evaluate with VAGEN's evaluator on the validation boards and log its episodes", _vagen, False),
     Command("pools", "generate the training and source pools from seeds", _pools, True),
     Command("selection", f"select the 256 validation boards ({SELECTOR})", _selection, True),
     Command("summary", "write the split counts and statistics", _summary, True),
@@ -101,8 +108,8 @@ COMMANDS = (
     Command("example", "play the worked example's policies and log them", _example, True),
     Command("card", "write the dataset card, its pages and pictures, and the pins", _card, True),
     Command("reproduce", "regenerate (or --check) every published file, step by step", _reproduce, True),
-    Command("benchmark", "time the pipeline and loading; --write puts the figures in BENCHMARKS.md and "
-            "docs/reproducing.md", _benchmark, True),
+    Command("benchmark", "time the pipeline, loading and runtime; --write keeps the figures in BENCHMARKS.md",
+            _benchmark, True),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
 # reproduce's steps, in dependency order: each reads what the earlier ones wrote.

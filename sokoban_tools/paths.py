@@ -3,7 +3,7 @@
 A command given a FIFO must not hang, one given ``/dev/zero`` must not exhaust
 memory, and one whose output cannot be written must say so before the work,
 not with a traceback after it. So every file a command reads goes through
-:func:`read_bounded` (the loading script's :func:`sokoban_fairness.open_regular_file`,
+:func:`read_bounded` (the loading script's :func:`sokoban_published.open_regular_file`,
 then at most a stated number of bytes) and every file it writes is first
 checked with :func:`unwritable`. Both name the path in one line with the fix.
 Standard library only.

@@ -13,8 +13,8 @@ TEST_DATA = Path(__file__).resolve().parent / "data"
 SHARED_VECTORS = REPO.parent / "shared" / "vectors"
 # pytest runs the suite in two processes, one per core, a test file in one of them
 # (pyproject's addopts: -n 2 --dist loadfile): a file's module fixtures are made once,
-# the Ray tests never meet a second Ray in their process (test_verl_agent_ray.py starts a
-# local Ray, test_verl_agent_cluster.py its own test cluster), and the wheel's tests never
+# the Ray tests never meet a second Ray in their process (test_verl_agent_envs_ray.py starts a
+# local Ray, test_verl_agent_envs_cluster.py its own test cluster), and the wheel's tests never
 # run its package while another process reinstalls it.
 
 if str(REPO) not in sys.path:

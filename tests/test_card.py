@@ -154,17 +154,6 @@ def test_card__a_template_typo_is_a_template_error_not_a_stale_report():
     assert "regenerate" not in str(refused.value)
 
 
-@pytest.mark.parametrize("text", ["| What | This code |\n", "# Benchmarks\n\nno table yet\n", ""])
-def test_card__quotes_benchmarks_only_with_its_title_and_table(tmp_path, text):
-    path = tmp_path / "BENCHMARKS.md"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(card.CardError, match=f"{re.escape(str(path))}: expected the title line '# Benchmarks' and a "
-                                             r"table.*benchmark --write"):
-        card.benchmarks_text(path)
-    path.write_text("# Benchmarks\n\nMeasured.\n\n| What | This code |\n|---|---|\n", encoding="utf-8")
-    assert card.benchmarks_text(path) == "Measured.\n\n| What | This code |\n|---|---|"
-
-
 def test_card__a_missing_report_or_citation_is_named_with_its_fix(tmp_path):
     with pytest.raises(card.CardError, match=re.escape(f"{tmp_path / 'fairness/summary.json'}: cannot be read (")
                        + ".*regenerate the reports first"):

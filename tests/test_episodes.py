@@ -44,7 +44,7 @@ def test_a_record_with_a_bad_field_cannot_be_made():
     (lambda line: line[:-5], "last line has no newline"),
     (lambda line: line.replace('"won":true', '"won":1') + "\n", "won must be true or false"),
     (lambda line: line.replace('"method":"GRPO",', '') + "\n", "keys are"),
-    (lambda line: line.replace('"run":"seed-1"', '"run":"seed-1","run":"x"') + "\n", "duplicate keys"),
+    (lambda line: line.replace('"run":"seed-1"', '"run":"seed-1","run":"x"') + "\n", "duplicate key run"),
     (lambda line: line.replace('"return":10.3', '"return":NaN') + "\n", "return must be a finite number"),
     (lambda line: "[1, 2]\n", "not a JSON object"),
 ])

@@ -269,6 +269,15 @@ def test_the_runtime_refuses_boards_of_a_stale_revision(stale_hub, commits, tmp_
     assert_names_the_pool(refusal(result["error"]))
 
 
+def test_the_runtime_names_a_release_tag_the_hub_does_not_have(hub, tmp_path):
+    """A release whose tag was never pushed: the refusal names the tag and the way out, not a raw 401."""
+    result = run_client(PYTHON, _RUNTIME_BOARDS, {"repo": str(REPO), "revision": "v0.0.0-never-pushed"},
+                        env=hub_env(hub, tmp_path / "hf-home"))
+    error = result["error"][0]
+    assert error["type"] == "BoardsNotFound", result
+    assert "revision 'v0.0.0-never-pushed'" in error["message"] and "local copy" in error["message"]
+
+
 # ---------------------------------------------------------------------------
 # The card's snippets, as written, from a folder that is not the download's parent
 # ---------------------------------------------------------------------------
@@ -298,3 +307,18 @@ def test_the_cards_download_snippets_run_as_written_from_any_folder(hub, python3
                           cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "{'train': 5000, 'validation': 256} " + shown
+
+
+def test_the_cards_hub_path_snippet_downloads_only_the_script_and_its_modules(hub, tmp_path):
+    """The hf:// snippet's allow_patterns takes exactly the loading script and the modules it
+    imports from beside itself, of the 100-odd Python files in the repository."""
+    import ast
+
+    env = {**hub_env(hub, tmp_path / "hf-home"), "HF_DATASETS_CACHE": str(tmp_path / "cache")}
+    listing = "\nimport os\nprint(sorted(os.listdir(sys.path[0])))\n"
+    snippet = card_snippet('base_path="hf://datasets/').split("from sokoban_fairness import")[0]
+    done = subprocess.run([str(PYTHON), "-c", snippet + listing], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    downloaded = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert [name for name in downloaded if not name.startswith(".")] == sorted(SCRIPT_FILES)

@@ -159,7 +159,7 @@ def test_a_good_hand_written_manifest_is_read_in_any_key_order_with_free_notes(t
     assert read_manifest(path)["data_sha256"] == {"fairness/train.jsonl": None,
                                                   "fairness/evaluation.jsonl": manifest["data_sha256"]["fairness/evaluation.jsonl"]}
     path.write_text(json.dumps(manifest).replace('"method": "GRPO"', '"method": "GRPO", "method": "PPO"'))
-    with pytest.raises(ManifestError, match="duplicate keys"):
+    with pytest.raises(ManifestError, match="duplicate key"):
         read_manifest(path)
 
 

@@ -2,7 +2,7 @@
 
 Every one of the 1,200 recorded episodes (both observation modes, the stored
 solution and the random play with action 0 in it) is replayed through
-:class:`FairSokobanEnv` in this process; ``test_verl_agent_ray.py`` replays them
+:class:`FairSokobanEnv` in this process; ``test_verl_agent_envs_ray.py`` replays them
 all again inside a Ray actor of the drop-in runtime.
 """
 

@@ -1,6 +1,6 @@
 """Drive a patched verl-agent tree as its trainer does, with a scripted model.
 
-Helper for tests (not a test file). ``test_verl_agent_patch.py`` runs it as a script,
+Helper for tests (not a test file). ``test_verl_agent_patched_trainer.py`` runs it as a script,
 in the clone's venv and in the wheel's venv outside the clone, so both import
 ``sokoban_tools`` the way a trainer would::
 

@@ -354,7 +354,7 @@ def run_command(command: str, check: bool, outputs, build, report=None, new_rele
 
     Holds the lock of the folders of ``outputs`` throughout (:func:`locked`) and
     stops in one line unless it may write them (:func:`ready`, before any work);
-    ``build()`` returns the files, or the files and what ``report`` needs; they
+    ``build()`` returns the files, or, when there is a ``report``, the files and what it needs; they
     are published (``new_release`` lets published data files change), or compared
     with ``check``; then ``report(found)`` prints what the run found and returns
     whether it passed. A ``ValueError`` from ``build`` (a bad row, a refused
@@ -370,7 +370,7 @@ def run_command(command: str, check: bool, outputs, build, report=None, new_rele
             except ValueError as err:
                 print(f"error: {err}", file=sys.stderr)
                 return 1
-            files, found = built if isinstance(built, tuple) else (built, None)
+            files, found = built if report is not None else (built, None)
             ok = publish(files, check, command, new_release)
             passed = report(found) if report is not None else True
             return 0 if ok and passed else 1

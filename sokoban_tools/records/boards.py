@@ -36,8 +36,7 @@ class BoardsNotFound(FileNotFoundError):
     """A board file that is not where it was looked for (folder, file, or Hub revision)."""
 
 
-def board_file(name: str, dataset_dir: Path | str | None = None, hub_revision: str | None = None,
-               hub_repo_id: str = HUB_REPO_ID) -> Path:
+def board_file(name: str, dataset_dir: Path | str | None = None, hub_revision: str | None = None) -> Path:
     """The local path of the published file ``name`` (e.g. ``fairness/evaluation.jsonl``),
     from the source chosen as the module docstring says; not yet checked."""
     if name not in PUBLISHED_FILES:
@@ -53,7 +52,7 @@ def board_file(name: str, dataset_dir: Path | str | None = None, hub_revision: s
         return _local_file(Path(dataset_dir), name)
     if hub_revision is None and runs_from_clone():
         return _local_file(ROOT, name)
-    return _hub_file(name, hub_repo_id, RELEASE_REVISION if hub_revision is None else hub_revision)
+    return _hub_file(name, RELEASE_REVISION if hub_revision is None else hub_revision)
 
 
 def runs_from_clone() -> bool:
@@ -61,10 +60,10 @@ def runs_from_clone() -> bool:
     return (ROOT / "sokoban_tools" / "pipeline").is_dir()
 
 
-def load_boards(name: str, dataset_dir: Path | str | None = None, hub_revision: str | None = None,
-                hub_repo_id: str = HUB_REPO_ID) -> tuple[list[BoardRow], str]:
+def load_boards(name: str, dataset_dir: Path | str | None = None,
+                hub_revision: str | None = None) -> tuple[list[BoardRow], str]:
     """The checked rows of the published file ``name`` and its SHA-256 (see :func:`board_file`)."""
-    path = board_file(name, dataset_dir, hub_revision, hub_repo_id)
+    path = board_file(name, dataset_dir, hub_revision)
     return load_tasks(path, name), PUBLISHED_FILES[name]["sha256"]
 
 
@@ -80,13 +79,14 @@ def _local_file(folder: Path, name: str) -> Path:
     return path
 
 
-def _hub_file(name: str, repo_id: str, revision: str) -> Path:
+def _hub_file(name: str, revision: str) -> Path:
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RevisionNotFoundError
+    from huggingface_hub.errors import (EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError,
+                                        RevisionNotFoundError)
 
-    where = f"{name} at revision {revision!r} of the Hub dataset {repo_id}"
+    where = f"{name} at revision {revision!r} of the Hub dataset {HUB_REPO_ID}"
     try:
-        return Path(hf_hub_download(repo_id, name, repo_type="dataset", revision=revision))
+        return Path(hf_hub_download(HUB_REPO_ID, name, repo_type="dataset", revision=revision))
     except LocalEntryNotFoundError:
         raise BoardsNotFound(f"{where} is not in the local Hugging Face cache and cannot be downloaded now "
                              f"(offline, or the Hub is unreachable): download it once while online, or give a "
@@ -94,5 +94,10 @@ def _hub_file(name: str, repo_id: str, revision: str) -> Path:
     except RevisionNotFoundError:
         raise BoardsNotFound(f"{where}: the repository has no such revision (a tag, branch or commit); "
                              f"the release this package pins is {RELEASE_REVISION!r}") from None
+    except RepositoryNotFoundError:  # what the Hub answers for an unknown revision of some repositories too
+        raise BoardsNotFound(f"{where}: the Hub knows no such repository or revision (or it is private): "
+                             f"the release this package pins is the tag {RELEASE_REVISION!r}, which the "
+                             f"release steps push; give a revision the repository has, or a local copy of "
+                             f"the dataset repository") from None
     except EntryNotFoundError:
         raise BoardsNotFound(f"{where}: that revision has no such file") from None

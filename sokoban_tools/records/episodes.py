@@ -40,6 +40,7 @@ from typing import Iterable
 
 from ..checks import problem
 from ..paths import read_bounded
+from . import strict_json
 from .rows import DataError
 
 EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256")
@@ -143,7 +144,7 @@ def read_episodes(path: Path | str) -> list[EpisodeRecord]:
     records = []
     for number, line in enumerate(text.split("\n")[:-1], start=1):
         try:
-            row = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
+            row = strict_json.loads(line)
         except ValueError as err:
             raise DataError(f"{path}:{number}: not a JSON object ({err}); {fix}") from None
         problem = _problem(row) if isinstance(row, dict) else "not a JSON object"
@@ -153,11 +154,3 @@ def read_episodes(path: Path | str) -> list[EpisodeRecord]:
         values[EPISODE_KEYS.index("return")] = float(row["return"])
         records.append(EpisodeRecord(*values))
     return records
-
-
-def _refuse_duplicate_keys(pairs: list) -> dict:
-    keys = [key for key, _ in pairs]
-    duplicated = sorted({key for key in keys if keys.count(key) > 1})
-    if duplicated:
-        raise ValueError(f"duplicate keys {duplicated}")
-    return dict(pairs)

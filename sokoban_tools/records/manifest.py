@@ -36,7 +36,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +49,7 @@ from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..paths import read_bounded
 from ..protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, PROTOCOL, STEP_PENALTY, WIN_REWARD
 from .rows import DataError
-from .episodes import _refuse_duplicate_keys  # the log reader's: one rule for both files
+from . import strict_json
 
 FORMAT = "sokoban-fairness run manifest 1"
 SUFFIX = ".manifest.json"  # appended to the episode log's name
@@ -300,7 +299,7 @@ def read_manifest(path: Path | str) -> dict:
     """The checked manifest at ``path``."""
     data = read_bounded(path, MAX_BYTES, "run manifest")
     try:
-        manifest = json.loads(data.decode("utf-8"), object_pairs_hook=_refuse_duplicate_keys)
+        manifest = strict_json.loads(data.decode("utf-8"))
     except ValueError as err:  # UnicodeDecodeError included
         raise ManifestError(f"{path}: is not a JSON object ({err}); write it again") from None
     return check_manifest(manifest, str(path))

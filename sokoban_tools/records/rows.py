@@ -18,18 +18,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from sokoban_published import row_problem
+from sokoban_published import DataError, row_problem
 
 from ..paths import PathError, read_bounded
 from ..rules.board import Board, from_lurd, lurd_of, play, to_lurd
+from . import strict_json
 
 REGENERATE_HINT = "regenerate it with the reproduction commands in fairness/README.md"
 # Far above any file the commands read (train.jsonl is 1.7 MB): bounds a read of the wrong file.
 MAX_FILE_BYTES = 64 << 20
-
-
-class DataError(ValueError):
-    """A data file that must not be used as it is."""
 
 
 @dataclass(frozen=True)
@@ -69,20 +66,12 @@ def _canonical_line(task_id: str, seed: int, board: Board, xsb: str, lurd: str) 
     return json.dumps(row, separators=(",", ":"), ensure_ascii=False)
 
 
-def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
-    keys = [key for key, _ in pairs]
-    repeated = sorted({key for key in keys if keys.count(key) > 1})
-    if repeated:
-        raise ValueError(f"key {', '.join(repeated)} appears more than once")
-    return dict(pairs)
-
-
 def decode_row(line: str) -> BoardRow:
     """Parse and check one line; raises ``ValueError`` saying what is wrong."""
     if line.endswith("\r"):
         raise ValueError("the line ends in a carriage return (CRLF line ends); rows end in \\n alone")
     try:
-        row = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
+        row = strict_json.loads(line)
     except json.JSONDecodeError as err:
         raise ValueError(f"not valid JSON ({err.msg} at column {err.colno})") from None
     problem = row_problem(row)  # the structure, as the loading script checks it

@@ -2,7 +2,7 @@
 runtime and the test suite.
 
     python -m sokoban_tools benchmark           # measure and print the figures
-    python -m sokoban_tools benchmark --write   # also write BENCHMARKS.md and docs/reproducing.md, which quotes it
+    python -m sokoban_tools benchmark --write   # also keep them in BENCHMARKS.md, their one home
 
 Where gym-sokoban 0.0.6 (the test extra) is installed, the generator and the
 solver are also timed against the original verl-agent algorithm
@@ -39,7 +39,7 @@ from .. import baselines
 from ..artifacts import default_workers
 from ..generate import pools
 from ..generate.generator import Rejection, forget_rooms, generate
-from . import card, original, runtime_benchmark
+from . import original, runtime_benchmark
 
 GENERATOR_SEEDS = range(3000)
 SOLVER_BOARD_STRIDE = 3  # every 3rd pool board, 2,000 boards: the original takes ~1.5 ms each
@@ -238,12 +238,12 @@ def _load_average() -> str:
 
 
 def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str:
-    """BENCHMARKS.md: a title line, a blank line, then what docs/reproducing.md quotes.
+    """BENCHMARKS.md: a title line, how and where it was measured, then the figures table.
 
     ``load`` is the machine's 1-minute load average before and after measuring:
     other work on the machine slows the wall times most."""
     lines = [
-        card.BENCHMARKS_TITLE,
+        "# Benchmarks",
         "",
         f"Measured with `python -m sokoban_tools benchmark --write` on {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, load average {load[0]} before and {load[1]} after. "
@@ -261,7 +261,7 @@ def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sokoban_tools benchmark", description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true",
-                        help="write the figures to BENCHMARKS.md and rewrite docs/reproducing.md, which quotes them")
+                        help="also write the figures to BENCHMARKS.md")
     args = parser.parse_args(argv)
     before = _load_average()
     try:
@@ -274,4 +274,4 @@ def main(argv: list[str] | None = None) -> int:
     if not args.write:
         return 0
     write_atomic(ROOT / BENCHMARKS, text.encode("utf-8"))
-    return card.main([])
+    return 0

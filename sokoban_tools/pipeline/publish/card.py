@@ -27,7 +27,7 @@ from ...evaluation.charts import PLOT_EXTRA, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
-from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BENCHMARKS, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
+from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                        DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
                        LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, ROOT,
                        RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
@@ -142,8 +142,6 @@ class CardError(ValueError):
 
 
 REGENERATE = "regenerate the reports first with `python -m sokoban_tools reproduce`"
-BENCHMARKS_TITLE = "# Benchmarks"
-BENCHMARKS_TABLE = "| What |"  # the header row of the figures table
 
 
 COMMENT = re.compile(r"\{#.*?#\}\n?", re.S)  # a note to the template's editors, not written out
@@ -178,17 +176,6 @@ def _read_json(repo: Path, name: str) -> dict:
         if isinstance(err, CardError):
             raise
         raise CardError(f"{path}: is not JSON ({err}); {REGENERATE}") from None
-
-
-def benchmarks_text(path: Path) -> str:
-    """What the card quotes of BENCHMARKS.md: everything after its title line, which
-    must hold the figures table; written by ``python -m sokoban_tools benchmark --write``."""
-    fix = "write it with `python -m sokoban_tools benchmark --write`"
-    title, _, body = _read_text(path, fix).partition("\n")
-    if title.strip() != BENCHMARKS_TITLE or BENCHMARKS_TABLE not in body:
-        raise CardError(f"{path}: expected the title line {BENCHMARKS_TITLE!r} and a table whose header "
-                        f"starts {BENCHMARKS_TABLE!r}; {fix}")
-    return body.strip()
 
 
 def _count(n: int) -> str:
@@ -313,7 +300,6 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,
         "example_xsb": validation[0].board.xsb(),
-        "benchmarks": benchmarks_text(repo / BENCHMARKS),
         "citation": _citation(repo),
         "rewards": (f"{STEP_PENALTY:+g} a step, {BOX_ON_TARGET_REWARD:+g} box onto target, "
                     f"{BOX_OFF_TARGET_PENALTY:+g} off, {WIN_REWARD:+g} solved, "

@@ -17,7 +17,7 @@ import pytest
 
 from unavailable import unavailable
 from sokoban_tools.integrations.verl_agent.envs import build_sokoban_envs
-from test_verl_agent_ray import ENV_KWARGS, play
+from test_verl_agent_envs_ray import ENV_KWARGS, play
 
 
 @pytest.fixture(scope="module")

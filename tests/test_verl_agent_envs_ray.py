@@ -494,7 +494,7 @@ def test_patched_verl_agent__a_fair_make_envs_plays_on_this_ray(ray, tmp_path):
     The actor is killed, and restarted empty by Ray, between two steps of one validation chunk and
     of the training rollout, as while the model generates: the rollouts and records must still be
     exactly the scripted model's (what a run without the fault gives)."""
-    from test_verl_agent_patch import check_passes, patched_copy, run
+    from test_verl_agent_patched_trainer import check_passes, patched_copy, run
 
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("hydra") is None:
         unavailable("torch or hydra-core is not installed; pip install -e '.[test]'")

@@ -75,7 +75,7 @@ DAMAGE = {
     "trailing whitespace": (GOOD[1] + " ", "canonical form"),
     "leading whitespace": (" " + GOOD[1], "canonical form"),
     "escaped character": (escaped_first_id_letter(), "canonical form"),
-    "duplicate key": (duplicate_key(), "key task_id appears more than once"),
+    "duplicate key": (duplicate_key(), "duplicate key task_id"),
     "not JSON": ("{not json", "not valid JSON"),
     "keys reordered": (reordered(), "keys are"),
     "seed not an integer": (with_field("seed", "12"), "seed is not a int"),

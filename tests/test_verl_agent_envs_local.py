@@ -1,6 +1,6 @@
 """The drop-in runtime's driver logic, at full size, with in-process workers.
 
-The same :class:`FairSokobanEnvs` drives Ray actors in ``test_verl_agent_ray.py``;
+The same :class:`FairSokobanEnvs` drives Ray actors in ``test_verl_agent_envs_ray.py``;
 here the ``local`` backend lets the trainer's real sizes (128 x 8 training workers,
 128 validation workers) run on two cores.
 """

@@ -3,7 +3,7 @@
 A local folder when given, a Hub revision when given, else the clone or the pinned
 release on the Hub. What is missing is named as missing; only a file that is not the
 published one says "download again". The Hub itself is exercised on loopback in
-test_verl_agent_patch.py; here the Hub path runs offline, where it must name the file
+test_verl_agent_patched_trainer.py; here the Hub path runs offline, where it must name the file
 and revision instead of huggingface_hub's advice to check the connection.
 """
 

@@ -1,0 +1,212 @@
+"""The stored boards as a Gymnasium environment, for pixel-based learners (PPO, DQN, ...).
+
+:class:`SokobanFairnessEnv` plays :class:`sokoban_tools.runtime.env.FairSokobanEnv`, the
+runtime environment with verl-agent's rules and rewards, behind Gymnasium's API:
+
+* observations: the 96x96 RGB game image, ``Box(0, 255, (96, 96, 3), uint8)``;
+* actions: ``Discrete(5)`` numbered as verl-agent numbers them: 0 no-op (verl-agent's
+  "no valid answer": nothing moves, the turn is spent, -0.1), 1 up, 2 down, 3 left, 4 right;
+* an episode ends ``terminated`` when the box is on its target, ``truncated`` after
+  ``max_steps`` turns (15, verl-agent's horizon; a no-op spends one), so a uniformly random
+  policy is the ``outputs_0_4`` policy of ``fairness/baselines.json``;
+* ``render_mode``: ``"rgb_array"`` (the image) or ``"ansi"`` (the text grid);
+  ``gymnasium.make(..., render_mode="human")`` shows the image through Gymnasium's
+  ``HumanRendering`` (needs pygame).
+
+Boards, by ``split``:
+
+* ``"train"``: drawn by :class:`sokoban_tools.runtime.sampler.TrainingSampler` from the
+  5,000 training boards, ``batch_size`` distinct boards per draw (default all 5,000: a
+  fresh random order of the whole pool each time), seeded by ``reset(seed=s)``;
+  ``reset()`` without a seed continues the draws (the first one seeds the sampler from
+  the environment's ``np_random``);
+* ``"validation"``: the 256 boards once each in stored order; ``reset(seed=...)``
+  starts the pass again from its first board, and after the last board the pass starts over.
+
+In a vector of ``n`` from ``gymnasium.make_vec`` (the registered ``vector_entry_point``),
+environment ``i`` is shard ``i`` of ``n``: in validation it plays boards ``i, i + n, ...``
+(so ``n`` environments playing ``256 / n`` episodes each make one pass), in training it
+plays positions ``i, i + n, ...`` of each draw of a sampler seeded ``s`` when the vector is
+reset with seed ``s`` (Gymnasium gives environment ``i`` the seed ``s + i``), so the vector
+plays each draw's boards once, between them.
+
+With ``episode_log``, every finished episode is appended to it as an
+:class:`sokoban_tools.records.episodes.EpisodeRecord` (training rows labelled with the
+sampler's draw as their update, validation rows with ``update``, which a learner sets,
+``env.unwrapped.update = n``, before each validation pass), and the run manifest is
+written beside it, the learner's own settings (``settings``, keys of
+:data:`sokoban_tools.records.manifest.SETTINGS`) added to the environment's (``trained=False``
+for a policy that never learnt on the training boards).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache, partial
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from ...layout import TRAIN_DATA, VALIDATION_DATA
+from ...protocol import DEFAULT_MAX_STEPS, DIM_ROOM
+from ...records.boards import load_boards
+from ...records.episodes import EpisodeRecord, append_episodes
+from ...records.manifest import SETTING, environment_settings, new_manifest, write_manifest
+from ...records.rows import BoardRow
+from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
+from ...runtime.sampler import TrainingSampler
+
+ENV_ID = "SokobanFairness-v1"
+SPLITS = {"train": TRAIN_DATA, "validation": VALIDATION_DATA}
+IMAGE_SHAPE = (DIM_ROOM[0] * 16, DIM_ROOM[1] * 16, 3)
+ACTIONS_NOTE = f"Discrete({len(ALL_ACTIONS)}): {ACTION_CHOICES} (0 spends a turn and moves nothing)"
+
+
+@lru_cache(maxsize=4)
+def _boards(split: str, dataset_dir: str | None, hub_revision: str | None) -> tuple[tuple[BoardRow, ...], str]:
+    """The checked rows of a split and the file's SHA-256, read once per process for every
+    environment of a vector."""
+    rows, sha256 = load_boards(SPLITS[split], dataset_dir, hub_revision)
+    return tuple(rows), sha256
+
+
+def _count(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+class SokobanFairnessEnv(gymnasium.Env):
+    """The stored boards under verl-agent's rules as a Gymnasium environment; see the module docstring."""
+
+    metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 4}
+
+    def __init__(self, split: str = "train", render_mode: str | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+                 batch_size: int | None = None, shard_index: int = 0, shard_count: int = 1,
+                 dataset_dir: str | Path | None = None, hub_revision: str | None = None,
+                 episode_log: str | Path | None = None, method: str = "gymnasium", run: str = "0",
+                 update: int = 0, settings: dict | None = None, trained: bool = True):
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {', '.join(self.metadata['render_modes'])} or None, "
+                             f"got {render_mode!r}")
+        self.split, self.render_mode = split, render_mode
+        self.max_steps = _count("max_steps", max_steps, 1)
+        self.shard_count = _count("shard_count", shard_count, 1)
+        self.shard_index = _count("shard_index", shard_index, 0)
+        if self.shard_index >= self.shard_count:
+            raise ValueError(f"shard_index must be below shard_count {shard_count}, got {shard_index}")
+        self.rows, self.sha256 = _boards(split, None if dataset_dir is None else str(dataset_dir), hub_revision)
+        self.batch_size = len(self.rows) if batch_size is None else _count("batch_size", batch_size, self.shard_count)
+        self.update = _count("update", update, 0)
+        self.method, self.run = str(method), str(run)
+        self.episode_log = None if episode_log is None else Path(episode_log)
+        self.observation_space = spaces.Box(0, 255, IMAGE_SHAPE, np.uint8)
+        self.action_space = spaces.Discrete(len(ALL_ACTIONS))
+        self._game = FairSokobanEnv("rgb_array", self.max_steps)
+        self._sampler: TrainingSampler | None = None
+        self._queue: list[int] = []
+        self._draw = 0
+        self._next = self.shard_index  # the next validation board
+        self._row: BoardRow | None = None
+        self._over = True
+        if self.episode_log is not None:
+            self.episode_log.parent.mkdir(parents=True, exist_ok=True)
+            write_manifest(self.episode_log, self.manifest(settings or {}, trained))
+
+    def manifest(self, settings: dict, trained: bool = True) -> dict:
+        """The run manifest: the environment's settings, then the learner's ``settings``;
+        ``trained``: the policy learnt on the training boards (false: a scripted policy)."""
+        unknown = [key for key in settings if key not in SETTING]
+        if unknown:
+            raise ValueError(f"settings: unknown keys {unknown}; use keys of sokoban_tools.records.manifest.SETTINGS")
+        values = {key: None for key in SETTING}
+        values.update(environment_settings())
+        values.update({"image_processing.observation": "rgb_array", "image_processing.history_length": 0,
+                       "action_horizon": self.max_steps})
+        values.update(settings)
+        notes = {"trainer": "gymnasium", "env_id": ENV_ID, "actions": ACTIONS_NOTE}
+        return new_manifest(self.method, values, notes, trained=trained)
+
+    @property
+    def row(self) -> BoardRow:
+        """The stored board of the current episode (for tests and logs; not an observation)."""
+        if self._row is None:
+            raise RuntimeError("no episode yet: call reset()")
+        return self._row
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        position = self._next_training_board(seed) if self.split == "train" else self._next_validation_board(seed)
+        self._row = self.rows[position]
+        self._game.start(self._row)
+        self._turns, self._return, self._over = 0, 0.0, False
+        return self._game.render(), {"task_id": self._row.task_id, "board": position}
+
+    def _next_training_board(self, seed: int | None) -> int:
+        if seed is not None or self._sampler is None:
+            if seed is None:
+                base = int(self.np_random.integers(2 ** 62))
+            elif seed < self.shard_index:
+                raise ValueError(f"seed {seed} is below this environment's shard index {self.shard_index}: in a "
+                                 f"vector reset with seed s, environment i gets s + i and samples with seed s")
+            else:
+                base = seed - self.shard_index
+            ids = [row.task_id for row in self.rows]
+            self._sampler, self._queue = TrainingSampler(ids, self.batch_size, 1, base), []
+        if not self._queue:
+            batch = self._sampler.next_batch()
+            self._draw = batch.update
+            self._queue = [int(i) for i in batch.task_indices[self.shard_index::self.shard_count]]
+        return self._queue.pop(0)
+
+    def _next_validation_board(self, seed: int | None) -> int:
+        if seed is not None or self._next >= len(self.rows):
+            self._next = self.shard_index
+        position = self._next
+        self._next += self.shard_count
+        return position
+
+    def step(self, action):
+        if self._over:
+            raise RuntimeError("the episode is over (terminated or truncated): call reset()")
+        if not self.action_space.contains(action):
+            raise ValueError(f"action must be one of {ACTION_CHOICES}; got {action!r}")
+        reward, _, info = self._game.play(int(action))
+        self._turns += 1
+        self._return += reward
+        terminated = info["won"]
+        truncated = not terminated and self._turns >= self.max_steps
+        if terminated or truncated:
+            self._over = True
+            self._record(terminated)
+        return (self._game.render(), float(reward), terminated, truncated,
+                {"task_id": self._row.task_id, "won": info["won"], "action_is_effective": info["action_is_effective"]})
+
+    def _record(self, won: bool) -> None:
+        if self.episode_log is None:
+            return
+        validation = self.split == "validation"
+        record = EpisodeRecord(self.method, self.run, "validation" if validation else "training",
+                               self.update if validation else self._draw, self._row.task_id, won,
+                               self._game.num_env_steps, round(self._return, 10),
+                               self.sha256 if validation else None)
+        append_episodes(self.episode_log, [record])
+
+    def render(self):
+        if self.render_mode == "rgb_array":
+            return self._game.render("rgb_array")
+        if self.render_mode == "ansi":
+            return "\n".join(self._game.render("list")) + "\n"
+        return None
+
+
+def make_vector(num_envs: int = 1, **kwargs) -> gymnasium.vector.SyncVectorEnv:
+    """``gymnasium.make_vec``'s vector of ``num_envs``: environment ``i`` is shard ``i`` of
+    ``num_envs`` (see the module docstring)."""
+    kwargs.pop("max_episode_steps", None)  # the environment truncates at its own max_steps
+    num_envs = _count("num_envs", num_envs, 1)
+    return gymnasium.vector.SyncVectorEnv(
+        [partial(SokobanFairnessEnv, shard_index=i, shard_count=num_envs, **kwargs) for i in range(num_envs)])

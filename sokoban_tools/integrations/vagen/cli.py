@@ -1,0 +1,109 @@
+"""``python -m sokoban_tools vagen``: VAGEN's evaluator on the stored boards, logged for ``score``.
+
+    python -m sokoban_tools vagen evaluate --episode-log LOG [--config CFG] [VAGEN overrides ...]
+    python -m sokoban_tools vagen log      --episode-log LOG [--config CFG] [VAGEN overrides ...]
+
+``evaluate`` registers :class:`.env.FairSokoban` with VAGEN's evaluator and runs VAGEN's own
+``vagen.evaluate.run_eval`` with the config (default: the shipped ``eval_validation.yaml``) and
+the OmegaConf overrides (``backends.openai.model=...``, ``experiment.dump_dir=...``), then
+appends one record per evaluated board to LOG and writes the run manifest beside it. ``log``
+does only the second half, for an evaluation run earlier with VAGEN's own command. The
+manifest is written, and the log checked, before VAGEN starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ...protocol import VALIDATION_SIZE
+from ...records.episodes import append_episodes, read_episodes
+from ...records.manifest import write_manifest
+from ...records.rows import DataError
+from . import EVAL_CONFIG, register
+from .rollouts import fairness_spec, manifest_from_vagen_config, records_from_dump
+
+NO_VAGEN = ("VAGEN is not importable ({}): install it as its README says (pip install -e . in a clone), "
+            "or put the folder holding vagen/ on PYTHONPATH")
+
+
+def effective_config(config: Path, overrides: list[str]) -> tuple[dict, Path]:
+    """VAGEN's effective config (``defaults:`` merged, overrides applied, interpolations and
+    relative paths resolved, as ``run_eval`` resolves them) and its dump folder."""
+    from omegaconf import OmegaConf
+    from vagen.evaluate.run_eval import _load_config, _resolve_dump_dir, _resolve_paths_in_config
+
+    base_dir = os.path.dirname(os.path.abspath(config))
+    cfg = OmegaConf.to_container(_load_config(str(config), overrides), resolve=True)
+    cfg = _resolve_paths_in_config(cfg, base_dir)
+    return cfg, Path(_resolve_dump_dir(cfg, base_dir))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m sokoban_tools vagen",
+                                     description="VAGEN's evaluator on the 256 validation boards, as an episode log")
+    actions = parser.add_subparsers(dest="action", required=True)
+    for name, text in (("evaluate", "run VAGEN's evaluator, then log its episodes"),
+                       ("log", "log the episodes of an evaluation VAGEN ran already")):
+        sub = actions.add_parser(name, help=text, description=text)
+        sub.add_argument("--config", type=Path, default=EVAL_CONFIG,
+                         help="VAGEN evaluation config (default: the shipped eval_validation.yaml)")
+        sub.add_argument("--episode-log", type=Path, required=True, help="the episode log to append to")
+        sub.add_argument("--method", help="the method's name in the log (default: the backend's model)")
+        sub.add_argument("--run", default="0", help="the run's name in the log (default: 0)")
+        sub.add_argument("--update", type=int, default=0, help="the training update evaluated (default: 0)")
+        sub.add_argument("--trained", action="store_true",
+                         help="the model was trained on fairness/train.jsonl (recorded in the manifest)")
+        sub.add_argument("overrides", nargs="*", help="VAGEN config overrides, e.g. backends.openai.model=NAME")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if not args.config.is_file():
+        print(f"error: {args.config}: no such config file", file=sys.stderr)
+        return 1
+    if args.update < 0:
+        print(f"error: --update must be a non-negative integer, got {args.update}", file=sys.stderr)
+        return 1
+    try:
+        cfg, dump_dir = effective_config(args.config, args.overrides)
+    except ImportError as err:
+        print(f"error: {NO_VAGEN.format(err)}", file=sys.stderr)
+        return 1
+    try:
+        spec = fairness_spec(cfg)
+        backend = str((cfg.get("run") or {}).get("backend", "openai")).lower()
+        method = args.method or (cfg.get("backends") or {}).get(backend, {}).get("model") or "VAGEN"
+        manifest = manifest_from_vagen_config(cfg, method, args.trained)
+        key = (method, args.run, args.update)
+        if args.episode_log.exists() and any((r.method, r.run, r.update) == key and r.phase == "validation"
+                                             for r in read_episodes(args.episode_log)):
+            raise DataError(f"{args.episode_log}: already holds a validation pass of method {method!r}, run "
+                            f"{args.run!r} at update {args.update}; give another --run or another log")
+        args.episode_log.parent.mkdir(parents=True, exist_ok=True)
+        write_manifest(args.episode_log, manifest)
+        tag_dir = dump_dir / f"tag_{spec['tag_id']}"
+        if args.action == "evaluate":
+            register()
+            from vagen.evaluate import run_eval
+
+            saved, sys.argv = sys.argv, ["vagen.evaluate.run_eval", "--config", str(args.config), *args.overrides]
+            try:
+                run_eval.main()
+            finally:
+                sys.argv = saved
+        records = records_from_dump(tag_dir, method, args.run, args.update)
+        if len(records) != VALIDATION_SIZE:
+            raise DataError(f"{tag_dir}: holds {len(records)} of the {VALIDATION_SIZE} validation boards; "
+                            f"evaluate them all (n_envs: {VALIDATION_SIZE} with the shipped seed_list)")
+        append_episodes(args.episode_log, records)
+    except (ValueError, OSError) as err:  # DataError and ManifestError are ValueErrors
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    wins = sum(record.won for record in records)
+    print(f"{len(records)} episodes ({wins} won) of {method!r} appended to {args.episode_log}; "
+          f"score them with: python -m sokoban_tools score {args.episode_log}")
+    return 0
