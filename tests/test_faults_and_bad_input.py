@@ -313,3 +313,26 @@ def test_reproduce_new_release_reruns_the_steps_after_the_pin_in_a_new_process(m
     assert command_line.reproduce_command(["--new-release"]) == 0
     assert calls == list(command_line.STEPS)
     assert children == [["example"], ["card"]]  # the manifests and the card with the new release
+
+
+_UNCACHED = '''
+sys.path.insert(0, ARGS["repo"])
+from omegaconf import OmegaConf
+from sokoban_tools.integrations.verl_agent import hooks
+
+config = OmegaConf.create(ARGS["config"])
+report(attempt(lambda: hooks.make_fair_envs(config, lambda *args: None, {"num_cpus": 0.1})))
+'''
+
+
+def test_make_fair_envs__an_uncached_revision_offline_writes_nothing(tmp_path):
+    from omegaconf import OmegaConf
+    from venvs import offline_env, run_client
+
+    config = OmegaConf.to_container(fair_config(tmp_path, **{"env.fairness_boards": None,
+                                                             "env.fairness_revision": "abc123"}))
+    result = run_client(sys.executable, _UNCACHED, {"repo": str(REPO), "config": config},
+                        env=offline_env(tmp_path / "hf-home"))
+    [error, *_] = result["error"]
+    assert error["type"] == "BoardsNotFound" and "at revision 'abc123'" in error["message"]
+    assert not (tmp_path / "run").exists()  # neither the log's folder nor its manifest
