@@ -11,9 +11,9 @@ object with the same surface: ``mode``, ``reset() -> (obs_list, info_list)``,
 :class:`sokoban_tools.runtime.env.FairSokobanEnv`, which behaves step for step like the
 original; where they run is :mod:`sokoban_tools.runtime.workers` (Ray actors holding
 several environments each, shared by the training and validation environments of one
-:class:`~sokoban_tools.runtime.workers.WorkerPool`, restored step-exact when lost). The workers send back positions, and this
-process draws the observations and renders from them, with the environment's own
-:func:`sokoban_tools.runtime.env.render`.
+:class:`~sokoban_tools.runtime.workers.WorkerPool`, restored step-exact when lost). The
+workers send back positions, and this process draws the observations and renders from
+them, with the environment's own :func:`sokoban_tools.runtime.env.render`.
 
 What differs is where boards come from, decided in the driver process, never in a
 worker (a worker receives a :class:`Board` and nothing else: no seed, solution or
