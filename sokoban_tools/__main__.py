@@ -2,6 +2,7 @@
 
     python -m sokoban_tools score LOG ...        # success with intervals, per update and stratum
     python -m sokoban_tools compare --a LOG --b LOG
+    python -m sokoban_tools evaluate --base-url URL --model NAME --log LOG   # a served model
     python -m sokoban_tools vagen evaluate --episode-log LOG   # VAGEN's evaluator on the boards
     python -m sokoban_tools reproduce [--check]  # regenerate every published file (from a clone)
     python -m sokoban_tools benchmark [--write]  # time the pipeline against the original code
@@ -38,6 +39,8 @@ def _compare() -> Main:
     return main
 
 
+def _evaluate() -> Main:
+    from .integrations.served.evaluate import main
 def _vagen() -> Main:
     from .integrations.vagen.cli import main
     return main
@@ -99,6 +102,8 @@ class Command:
 COMMANDS = (
     Command("score", "score episode logs: success with 95%% intervals, per update and stratum", _score, False),
     Command("compare", "compare two methods board by board with paired statistics", _compare, False),
+    Command("evaluate", "play a served vision-language model on the validation boards as verl-agent's "
+            "validation does, and log it", _evaluate, False),
     Command("vagen", "evaluate with VAGEN's evaluator on the validation boards and log its episodes", _vagen, False),
     Command("pools", "generate the training and source pools from seeds", _pools, True),
     Command("selection", f"select the 256 validation boards ({SELECTOR})", _selection, True),

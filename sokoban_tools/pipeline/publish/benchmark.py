@@ -39,7 +39,7 @@ from .. import baselines
 from ..artifacts import default_workers
 from ..generate import pools
 from ..generate.generator import Rejection, forget_rooms, generate
-from . import original, runtime_benchmark
+from . import original, runtime_benchmark, served_benchmark
 
 GENERATOR_SEEDS = range(3000)
 SOLVER_BOARD_STRIDE = 3  # every 3rd pool board, 2,000 boards: the original takes ~1.5 ms each
@@ -205,6 +205,10 @@ def measure() -> list[tuple[str, str, str, str]]:
     except ImportError as err:
         print(f"benchmark: no figures through verl-agent's manager: {err} (pip install -e '.[test,benchmark]')",
               file=sys.stderr)
+    try:
+        table += served_benchmark.served_figures()
+    except ImportError as err:
+        print(f"benchmark: no figures of evaluate: {err} (pip install -e '.[test]')", file=sys.stderr)
     table.append(("the test command, `python -m pytest` (in two processes, as `pyproject.toml` "
                   "runs it; its environments built; wall time)", _suite_time(), "", GOALS["suite"]))
     return table

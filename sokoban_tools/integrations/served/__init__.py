@@ -1,0 +1,4 @@
+"""Any served vision-language model on the validation boards, played as verl-agent's validation plays
+them: the turn (:mod:`.turn`, with verl-agent's prompt in :mod:`.prompt`), the client
+(:mod:`.client`) and the command (:mod:`.evaluate`, ``python -m sokoban_tools evaluate``).
+"""

@@ -1,0 +1,358 @@
+"""``python -m sokoban_tools evaluate``: a served vision-language model on the 256 validation boards.
+
+    python -m sokoban_tools evaluate --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-VL-3B-Instruct \\
+        --log runs/qwen3b-base.jsonl [--method NAME --run NAME --update N] [--resume]
+
+Each board is played from its stored start as verl-agent's validation plays it
+(:mod:`.turn`), against any OpenAI-compatible chat-completions server, boards
+``--concurrency`` at a time. Every finished board's record is appended to the
+episode log at once, and the run manifest beside it (written before the first
+request) states the model, decoding, image processing and horizon, and the costs
+(requests, tokens, wall time): ``score`` and ``compare`` read both as they read a
+patched trainer's. A run that stops part-way (killed, interrupted, a failure no
+retry mends) is finished by running the same command with ``--resume``: the boards
+already in the log are kept, the others are played from their start, so the log
+ends with every board once. ``--boards N`` plays the first N boards only: a quick
+look, not the protocol (``score`` refuses an incomplete pass).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import PIL
+
+from sokoban_published import ChecksumError
+
+from ...layout import TRAIN_DATA, VALIDATION_DATA
+from ...paths import PathError
+from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
+from ...records.boards import BoardsNotFound, load_boards
+from ...records.episodes import EpisodeRecord, append_episodes, read_episodes
+from ...files import json_document, write_atomic
+from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, new_manifest,
+                                 read_manifest, write_manifest)
+from ...records.rows import BoardRow, DataError
+from .client import Decoding, ServedModel, Stop
+from .prompt import UPSTREAM_COMMIT, VISUAL_PROMPT_SHA256
+from .turn import MIN_PIXELS, Episode, request_seed
+
+# verl-agent's launcher (run_sokoban.sh) and config (ppo_trainer.yaml) at UPSTREAM_COMMIT
+LAUNCHER = {"temperature": 0.4, "do_sample": True, "top_p": 1.0, "top_k": -1, "response_length": 512,
+            "max_prompt_length": 1024, "history_length": 2}
+# the settings an evaluation plays; the others describe how the weights were trained
+PLAYED = ("initial_weights.model", "initial_weights.revision", "image_processing.observation",
+          "image_processing.max_prompt_length", "action_horizon", "reward.step", "reward.box_on_target",
+          "reward.box_off_target", "reward.solved")
+COST_INTERVAL = 10.0  # seconds between writes of the costs into the manifest
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sokoban_tools evaluate", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--base-url", required=True, help="the server's OpenAI-compatible URL, ending in /v1")
+    p.add_argument("--model", required=True, help="the model as the server names it; recorded as the weights")
+    p.add_argument("--revision", default=None, help="the weights' revision (commit) or digest, recorded")
+    p.add_argument("--log", required=True, type=Path, help="the episode log (JSONL) to append to; the run "
+                   "manifest goes beside it")
+    p.add_argument("--method", default=None, help="the method label of the records (default: --model)")
+    p.add_argument("--run", default=None, help="the run label of the records (default: seed<SEED>)")
+    p.add_argument("--update", type=int, default=0, help="the training update the weights are from (0: before "
+                   "training)")
+    p.add_argument("--resume", action="store_true", help="finish the evaluation already begun in --log: keep "
+                   "its finished boards, play the others from their start")
+    p.add_argument("--boards", type=int, default=None, metavar="N",
+                   help="play only the first N boards in stored order: a quick look, NOT the protocol")
+    p.add_argument("--seed", type=int, default=0, help="the evaluation's seed, from which each request's is derived")
+    p.add_argument("--temperature", type=float, default=LAUNCHER["temperature"])
+    p.add_argument("--top-p", type=float, default=LAUNCHER["top_p"])
+    p.add_argument("--top-k", type=int, default=LAUNCHER["top_k"], help="-1: off")
+    p.add_argument("--greedy", action="store_true", help="greedy decoding (val_kwargs.do_sample=False)")
+    p.add_argument("--max-tokens", type=int, default=LAUNCHER["response_length"],
+                   help="tokens an answer may have (data.max_response_length)")
+    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="turns an episode may take (env.max_steps)")
+    p.add_argument("--max-prompt-length", type=int, default=LAUNCHER["max_prompt_length"],
+                   help="a prompt the server counts longer stops the run, as verl-agent's truncation='error' does")
+    p.add_argument("--concurrency", type=int, default=32, help="boards played at once")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds a request may take before it is retried")
+    p.add_argument("--retries", type=int, default=5, help="retries of a request on 429, 5xx, timeouts")
+    p.add_argument("--backoff", type=float, default=1.0, help="seconds before the first retry; doubles each time")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="the environment variable holding the API key (never written anywhere)")
+    p.add_argument("--server-kind", default=None,
+                   help="what serves the model, recorded (default: the owner the server lists, e.g. vllm)")
+    p.add_argument("--settings-from", type=Path, default=None, metavar="MANIFEST",
+                   help="the run manifest of the training run the weights come from: its training settings "
+                        "are recorded, so compare checks the rest against that run")
+    p.add_argument("--dataset-dir", type=Path, default=None, help="a local copy of the dataset repository")
+    p.add_argument("--hub-revision", default=None, help="the Hub revision to take the boards from")
+    return p
+
+
+def check_options(p: argparse.ArgumentParser, args) -> None:
+    for name, low in (("update", 0), ("boards", 1), ("max_tokens", 1), ("max_steps", 1), ("max_prompt_length", 1),
+                      ("concurrency", 1), ("retries", 0)):
+        value = getattr(args, name)
+        if value is not None and value < low:
+            p.error(f"--{name.replace('_', '-')} must be at least {low}, got {value}")
+    for name in ("timeout", "backoff"):
+        if not getattr(args, name) > 0:
+            p.error(f"--{name} must be a positive number of seconds")
+    if not 0 <= args.temperature or not 0 < args.top_p <= 1 or (args.top_k < 1 and args.top_k != -1):
+        p.error("decoding: --temperature >= 0, 0 < --top-p <= 1, --top-k -1 (off) or >= 1")
+    if args.boards is not None and args.boards > VALIDATION_SIZE:
+        p.error(f"--boards is at most {VALIDATION_SIZE}, the validation boards")
+    if urlsplit(args.base_url).scheme not in ("http", "https"):
+        p.error(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {args.base_url!r}")
+    for name in ("model", "method", "run", "revision", "server_kind"):
+        value = getattr(args, name)
+        if value is not None and not value.strip():
+            p.error(f"--{name.replace('_', '-')} must not be empty")
+
+
+def api_key(args) -> str:
+    """The key from the named variable; a local server needs none (vLLM takes any)."""
+    key = os.environ.get(args.api_key_env)
+    if key is None and args.api_key_env != "OPENAI_API_KEY":
+        raise Stop(f"the environment variable {args.api_key_env} (--api-key-env) is not set: export the key in it")
+    return key or "EMPTY"
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials or query, as the manifest may show it."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
+    return urlunsplit((parts.scheme, host + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
+
+
+def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dict:
+    """The run manifest of this evaluation (see the module docstring and ``--settings-from``)."""
+    trained = None
+    settings = {key: None for key in SETTING}
+    if args.settings_from is not None:
+        trained = read_manifest(args.settings_from)
+        settings.update((key, value) for key, value in trained["settings"].items() if key not in PLAYED)
+    settings.update(environment_settings())
+    settings.update({
+        "initial_weights.model": args.model,
+        "initial_weights.revision": args.revision,
+        "image_processing.observation": "rgb_array",
+        "image_processing.max_prompt_length": args.max_prompt_length,
+        "action_horizon": args.max_steps,
+        "decoding.validation.temperature": 0.0 if not decoding.do_sample else float(decoding.temperature),
+        "decoding.validation.top_p": float(decoding.top_p),
+        "decoding.validation.top_k": decoding.top_k,
+        "decoding.validation.do_sample": decoding.do_sample,
+        "decoding.validation.response_length": decoding.max_tokens,
+        "decoding.validation.n": 1,
+    })
+    if settings.get("image_processing.history_length") is None:
+        settings["image_processing.history_length"] = LAUNCHER["history_length"]
+    subset = boards < VALIDATION_SIZE
+    notes = {
+        "evaluator": "python -m sokoban_tools evaluate: verl-agent's validation episode against a served model",
+        "server_kind": server_kind,
+        "base_url": public_url(args.base_url),
+        "boards": (f"the first {boards} of the {VALIDATION_SIZE} validation boards: a quick look, NOT the protocol"
+                   if subset else f"all {VALIDATION_SIZE} validation boards (the protocol)"),
+        "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_VISUAL_TEMPLATE (sha256 {VISUAL_PROMPT_SHA256}), "
+                  f"one user message per turn, the image in place of <image>",
+        "image": f"process_image of the 96x96 frame: upscaled to >= {MIN_PIXELS} pixels (256x256) with Pillow "
+                 f"{PIL.__version__}'s default resampling, sent as a PNG data URL",
+        "request_seed": f"seed {args.seed}: each request's seed is the first 31 bits of "
+                        f"SHA-256('{args.seed}/<task_id>/<turn>')",
+        "history_length": "rgb_array prompts show no history, whatever env.history_length",
+        "settings_from": str(args.settings_from) if args.settings_from is not None else None,
+    }
+    train_digest = trained["data_sha256"].get(TRAIN_DATA) if trained is not None else None
+    return new_manifest(args.method, settings, notes, trained=train_digest is not None)
+
+
+def record_manifest(log: Path, manifest: dict) -> None:
+    """Write the manifest beside ``log``, or keep the one there (same method and settings,
+    its costs) with the notes of this run: the board set, the server's URL may change on
+    ``--resume``."""
+    path = write_manifest(log, manifest)
+    kept = read_manifest(path)
+    if kept.get(NOTES) != manifest[NOTES]:
+        kept[NOTES] = manifest[NOTES]
+        write_atomic(path, json_document(kept))
+
+
+def finished_boards(log: Path, args, rows: list[BoardRow], sha256: str) -> dict[str, EpisodeRecord]:
+    """The records this evaluation already holds in ``log`` (with ``--resume``), checked; a
+    last line cut by a kill is dropped. Without ``--resume`` any such record stops the run."""
+    if not log.exists():
+        return {}
+    if args.resume:
+        _drop_cut_line(log)
+    records = read_episodes(log)
+    mine = [r for r in records if (r.phase, r.method, r.run, r.update) ==
+            ("validation", args.method, args.run, args.update)]
+    label = f"method {args.method!r}, run {args.run!r}, update {args.update}"
+    if mine and not args.resume:
+        raise Stop(f"{log} already holds {len(mine)} records of {label}: add --resume to finish that evaluation, "
+                   f"or give another --log, --run or --update")
+    wanted = {row.task_id for row in rows}
+    held: dict[str, EpisodeRecord] = {}
+    for record in mine:
+        if record.evaluation_sha256 != sha256:
+            raise Stop(f"{log}: the records of {label} played another evaluation.jsonl ({record.evaluation_sha256}); "
+                       f"give this evaluation another --log")
+        if record.task_id not in wanted:
+            raise Stop(f"{log}: {record.task_id} of {label} is not among the boards chosen (--boards {args.boards}); "
+                       f"resume with the --boards of the first run")
+        if record.task_id in held:
+            raise Stop(f"{log}: {record.task_id} appears twice in {label}; the log was edited or mixes two runs: "
+                       f"give this evaluation another --log")
+        held[record.task_id] = record
+    return held
+
+
+def _drop_cut_line(log: Path) -> None:
+    data = log.read_bytes()
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        os.truncate(log, keep)
+        print(f"{log}: dropped a last line cut short by an interrupted write ({len(data) - keep} bytes); "
+              f"its board is played again", file=sys.stderr)
+
+
+class Evaluation:
+    """The boards still to play, played ``concurrency`` at a time; records appended as they finish."""
+
+    def __init__(self, args, model: ServedModel, rows: list[BoardRow], sha256: str, held: dict):
+        self.args, self.model, self.sha256 = args, model, sha256
+        self.todo = [row for row in rows if row.task_id not in held]
+        self.boards = len(rows)
+        self.played = len(held)
+        self.wins = sum(record.won for record in held.values())
+        self.lock = threading.Lock()
+        self.stop = model.stop
+        self.progress = None
+        self.spent: dict[str, float] = {}  # this run's costs
+        self.wall = 0.0
+
+    def play_board(self, row: BoardRow) -> EpisodeRecord | None:
+        episode = Episode(row, self.args.max_steps)
+        while not episode.done:
+            if self.stop.is_set():
+                return None
+            answer = self.model.complete(episode.messages(), request_seed(self.args.seed, row.task_id, episode.turns))
+            if answer.prompt_tokens is not None and answer.prompt_tokens > self.args.max_prompt_length:
+                raise Stop(f"the server counts {answer.prompt_tokens} prompt tokens, over --max-prompt-length "
+                           f"{self.args.max_prompt_length} (data.max_prompt_length), a prompt verl-agent's "
+                           f"validation refuses: serve the model verl-agent trains, or raise both limits together")
+            episode.answer(answer.text)
+        record = episode.record(self.args.method, self.args.run, self.args.update, self.sha256)
+        with self.lock:  # a finished episode is recorded even if the run is stopping
+            append_episodes(self.args.log, [record])
+            self.played += 1
+            self.wins += record.won
+            if self.progress is not None:
+                self.progress.set_postfix_str(f"success {self.wins}/{self.played}", refresh=False)
+                self.progress.update(1)
+        return record
+
+    def run(self) -> Stop | None:
+        """Play every board left; the failure that stopped the run, if one did."""
+        from tqdm import tqdm
+
+        failure = None
+        last_costs = time.monotonic()
+        started = last_costs
+        self.progress = tqdm(total=self.boards, initial=self.played, desc="boards", unit="board", disable=None,
+                             file=sys.stderr, dynamic_ncols=True)
+        pool = ThreadPoolExecutor(max_workers=self.args.concurrency, thread_name_prefix="board")
+        try:
+            pending = {pool.submit(self.play_board, row) for row in self.todo}
+            while pending:
+                done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+                for future in done:
+                    error = future.exception()
+                    if error is not None and failure is None:
+                        failure = error if isinstance(error, Stop) else Stop(f"{type(error).__name__}: {error}")
+                        self.stop.set()
+                if time.monotonic() - last_costs > COST_INTERVAL:
+                    now = time.monotonic()
+                    self.write_costs(now - last_costs)
+                    last_costs = now
+        except KeyboardInterrupt:
+            self.stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            self.progress.close()
+            self.write_costs(time.monotonic() - last_costs)
+            self.wall = time.monotonic() - started
+        return failure
+
+    def write_costs(self, seconds: float) -> None:
+        entries = self.model.usage.take()
+        entries["wall_time"] = ("seconds", round(seconds, 3))
+        for name, (_, value) in entries.items():
+            self.spent[name] = self.spent.get(name, 0) + value
+        add_costs(self.args.log, entries)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    check_options(p, args)
+    args.method = args.method or args.model
+    args.run = args.run or f"seed{args.seed}"
+    decoding = Decoding(args.temperature, args.top_p, args.top_k, not args.greedy, args.max_tokens)
+    try:
+        rows, sha256 = load_boards(VALIDATION_DATA, args.dataset_dir, args.hub_revision)
+        rows = rows[:args.boards] if args.boards is not None else rows
+        held = finished_boards(args.log, args, rows, sha256)
+        if args.settings_from is not None:
+            read_manifest(args.settings_from)  # refused now, before the server is asked anything
+        model = ServedModel(args.base_url, args.model, api_key(args), decoding, timeout=args.timeout,
+                            retries=args.retries, backoff=args.backoff)
+        server_kind = args.server_kind or model.check() or "openai-compatible"
+        args.log.parent.mkdir(parents=True, exist_ok=True)
+        record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)))
+    except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    evaluation = Evaluation(args, model, rows, sha256, held)
+    if held:
+        print(f"resuming: {len(held)} of {len(rows)} boards already in {args.log}", file=sys.stderr)
+    try:
+        failure = evaluation.run()
+    except KeyboardInterrupt:
+        print(f"stopped: {evaluation.played} of {len(rows)} boards are in {args.log}; run the same command with "
+              f"--resume to finish", file=sys.stderr)
+        return 130
+    except (ManifestError, OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if failure is not None:
+        print(f"error: {failure}", file=sys.stderr)
+        print(f"{evaluation.played} of {len(rows)} boards are in {args.log}; once fixed, run the same command with "
+              f"--resume to play the rest", file=sys.stderr)
+        return 1
+    spent = evaluation.spent
+    print(f"{args.method} ({args.run}, update {args.update}): {evaluation.wins}/{evaluation.played} boards won "
+          f"({evaluation.wins / evaluation.played:.1%}); this run: {spent['requests']:,} requests "
+          f"({spent['retried_requests']:,} retried), {spent['prompt_tokens']:,} prompt and "
+          f"{spent['completion_tokens']:,} completion tokens, {evaluation.wall:.1f} s; log {args.log}")
+    if len(rows) < VALIDATION_SIZE:
+        print(f"note: {len(rows)} of {VALIDATION_SIZE} boards, a quick look, not the protocol: score reads "
+              f"complete passes only")
+    else:
+        print(f"score it: python -m sokoban_tools score {args.log}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,302 @@
+"""A scripted "vision-language model" behind a real OpenAI-compatible HTTP server on 127.0.0.1.
+
+What ``evaluate`` is tested and timed against (``tests/test_evaluate.py``, the
+``benchmark`` rows): a :class:`LoopbackServer` (``http.server`` in a thread, loopback
+only, bounded request size) answering ``GET /v1/models`` and ``POST
+/v1/chat/completions`` as vLLM does. The "model" sees only the request: it decodes the
+PNG data URL, reads the board from the pixels (:func:`read_board`: each 16x16 tile of
+the frame matched against the renderer's tiles) and answers by its :class:`Script`:
+a shortest path, a seeded random move, malformed text, slowly, with 429/500 bursts,
+or it dies after a number of requests (its socket closed, so the next connection is
+refused). Every request it answered is kept (:attr:`LoopbackServer.seen`) for the
+tests to compare with what verl-agent's own code builds.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import random
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+import numpy as np
+from PIL import Image
+
+from sokoban_render import TILE_SIZE, render_rgb
+
+from ...rules.board import ACTION_NAMES, FLOOR, PLAYER, TARGET, WALL, Board
+from ...rules.solver import shortest_solution
+
+MAX_REQUEST_BYTES = 1 << 20
+FRAME = 96  # the environment's frame: 6x6 tiles of 16 pixels
+# (room_fixed, room_state) of each tile the renderer draws
+TILE_CODES = ((WALL, WALL), (FLOOR, FLOOR), (TARGET, TARGET), (TARGET, 3), (FLOOR, 4), (FLOOR, PLAYER),
+              (TARGET, PLAYER))
+TILES = np.stack([render_rgb([[f]], [[s]]) for f, s in TILE_CODES]).astype(np.float32)  # (7, 16, 16, 3)
+MALFORMED = ("I would push the box.", "<think>hm</think><action>jump</action>", "",
+             "<think>x</think></action>up<action>", "<think>🙂</think><ACTION>stay</ACTION>")
+
+
+def read_board(pixels: np.ndarray) -> Board:
+    """The position an upscaled frame shows: scaled back to 96x96, each tile the nearest of
+    the renderer's seven (:data:`TILES`)."""
+    frame = pixels if pixels.shape[:2] == (FRAME, FRAME) else \
+        np.asarray(Image.fromarray(pixels).resize((FRAME, FRAME), Image.Resampling.BOX))
+    cells = frame.astype(np.float32).reshape(6, TILE_SIZE, 6, TILE_SIZE, 3).swapaxes(1, 2)
+    distance = ((cells[:, :, None] - TILES[None, None]) ** 2).sum(axis=(3, 4, 5))
+    codes = np.asarray(TILE_CODES)[distance.argmin(axis=2)]
+    return Board.from_rooms(codes[..., 0], codes[..., 1])
+
+
+def decode_png_url(url: str) -> np.ndarray:
+    prefix = "data:image/png;base64,"
+    if not url.startswith(prefix):
+        raise ValueError("the image is not a PNG data URL")
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(url[len(prefix):]))).convert("RGB"))
+
+
+@lru_cache(maxsize=8192)
+def _look(url: str) -> tuple[Board, str, tuple[int, ...]]:
+    """What the model sees in an image (its pixels' position, digest and shape); a position
+    that comes back (a walk into a wall) is looked at once."""
+    pixels = decode_png_url(url)
+    return read_board(pixels), hashlib.sha256(pixels.tobytes()).hexdigest(), pixels.shape
+
+
+@lru_cache(maxsize=8192)
+def next_on_shortest_path(board: Board) -> int:
+    path = shortest_solution(board)
+    return path[0] if path else 1
+
+
+def answer_text(action: int, think: bool = True) -> str:
+    word = ACTION_NAMES[action]
+    return f"<think>I move {word}.</think><action>{word}</action>" if think else f"<action>{word}</action>"
+
+
+def shortest_policy(board: Board, seed: int) -> str:
+    return answer_text(next_on_shortest_path(board))
+
+
+def random_policy(board: Board, seed: int) -> str:
+    """A move uniform over 1-4, drawn from the request's seed (``baselines.json``'s ``moves_1_4``)."""
+    return answer_text(random.Random(seed).randint(1, 4))
+
+
+def malformed_policy(board: Board, seed: int) -> str:
+    return MALFORMED[seed % len(MALFORMED)]
+
+
+def observation_policy(board: Board, seed: int = 0) -> str:
+    """A function of the position alone (no seed), so verl-agent's loop and ``evaluate``
+    play it alike: mostly the shortest path, with and without a think block, some
+    wasted moves, and on some positions malformed text (action 0, the board stuck)."""
+    key = hashlib.sha256(repr((board.player, board.box, board.room_fixed)).encode()).digest()
+    kind = key[0] % 20
+    if kind == 0:
+        return MALFORMED[key[1] % len(MALFORMED)]
+    if kind in (1, 2):
+        return answer_text(1 + key[1] % 4)
+    return answer_text(next_on_shortest_path(board), think=kind % 3 != 0)
+
+
+POLICIES: dict[str, Callable[[Board, int], str]] = {
+    "shortest": shortest_policy, "random": random_policy, "malformed": malformed_policy,
+    "observation": observation_policy,
+}
+
+
+@dataclass
+class Script:
+    """How the server behaves. ``fail``: ``{request number: status}`` answered instead of
+    the model (numbers count from 1 over all requests); ``die_after``: requests answered
+    before the server closes; ``delay``: seconds before each answer, ``slow`` before some."""
+
+    policy: str = "shortest"
+    model: str = "loopback-vl"
+    api_key: str | None = None
+    fail: dict[int, int] = field(default_factory=dict)
+    die_after: int | None = None
+    delay: float = 0.0
+    slow: dict[int, float] = field(default_factory=dict)  # {request number: seconds}, beside ``delay``
+    images: bool = True  # False: a text-only model, which refuses an image as vLLM does
+    keep: bool = True  # keep what each request showed (text, image) in ``seen``
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request the model answered: the user text with ``<image>`` where the image was,
+    the image's pixels (digest and shape), the request's seed and sampling fields, the answer."""
+
+    text: str
+    image_sha256: str  # of the pixels' bytes
+    image_shape: tuple[int, ...]
+    seed: int | None
+    sampling: dict
+    answer: str
+
+
+class LoopbackServer:
+    """A :class:`Script` served at :attr:`base_url` until :meth:`close` (a context manager)."""
+
+    def __init__(self, script: Script):
+        self.script = script
+        self.seen: list[Seen] = []
+        self.requests = 0
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+        self.listening = True
+        self.closing = threading.Lock()
+        self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        self.closed.set()
+        self._stop_listening()
+
+    def _stop_listening(self) -> None:
+        with self.closing:
+            if self.listening:
+                self.listening = False
+                self.server.shutdown()
+                self.server.server_close()
+
+    def die(self) -> None:
+        """Stop listening, from another thread, and drop every open connection's next
+        request, as a crashed server does."""
+        self.closed.set()
+        threading.Thread(target=self._stop_listening, daemon=True).start()
+
+    def respond(self, body: dict) -> tuple[int, dict] | None:
+        """(status, JSON body) for one chat-completions request; ``None``: the server is dead,
+        the connection is dropped unanswered."""
+        script = self.script
+        with self.lock:
+            self.requests += 1
+            number = self.requests
+        if self.closed.is_set() or (script.die_after is not None and number > script.die_after):
+            self.die()
+            return None
+        if number in script.fail:
+            return script.fail[number], _error(f"scripted failure of request {number}")
+        if body.get("model") != script.model:
+            return 404, _error(f"The model `{body.get('model')}` does not exist.", "NotFoundError")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or len(messages) != 1 or messages[0].get("role") != "user":
+            return 400, _error("expected one user message")
+        text, urls = [], []
+        for part in messages[0]["content"]:
+            if part["type"] == "text":
+                text.append(part["text"])
+            elif part["type"] == "image_url":
+                text.append("<image>")
+                urls.append(part["image_url"]["url"])
+        if urls and not script.images:
+            return 400, _error("loopback-text is not a multimodal model: image input is not supported")
+        if len(urls) != 1:
+            return 400, _error(f"expected one image, got {len(urls)}")
+        board, digest, shape = _look(urls[0])
+        seed = body.get("seed")
+        answer = POLICIES[script.policy](board, seed if seed is not None else 0)
+        if script.delay or number in script.slow:
+            time.sleep(script.delay + script.slow.get(number, 0.0))
+        if script.keep:
+            sampling = {key: body[key] for key in ("temperature", "top_p", "top_k", "max_tokens", "n") if key in body}
+            with self.lock:
+                self.seen.append(Seen("".join(text), digest, shape, seed, sampling, answer))
+        return 200, {
+            "id": f"chatcmpl-{number}", "object": "chat.completion", "created": int(time.time()),
+            "model": script.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 81 + len("".join(text)) // 4, "completion_tokens": len(answer) // 4 + 1,
+                      "total_tokens": 81 + len("".join(text)) // 4 + len(answer) // 4 + 1},
+        }
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Handler threads are daemons, and a client that gave up on a slow answer (its timeout)
+    is expected here, not reported."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+def _error(message: str, kind: str = "BadRequestError") -> dict:
+    return {"object": "error", "message": message, "type": kind, "param": None, "code": None}
+
+
+def _handler(owner: LoopbackServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        wbufsize = 1 << 16  # headers and body leave in one write (flushed after each request): no Nagle wait
+        disable_nagle_algorithm = True
+
+        def log_message(self, *args):  # quiet: the tests read the results, not a request log
+            pass
+
+        def _send(self, status: int, body: dict) -> None:
+            data = json.dumps(body).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            if status == 429:
+                self.send_header("Retry-After", "0")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _authorised(self) -> bool:
+            key = owner.script.api_key
+            if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
+                self._send(401, _error("Unauthorized", "AuthenticationError"))
+                return False
+            return True
+
+        def do_GET(self):
+            if not self._authorised():
+                return
+            if self.path.rstrip("/") == "/v1/models":
+                self._send(200, {"object": "list", "data": [
+                    {"id": owner.script.model, "object": "model", "owned_by": "loopback"}]})
+            else:
+                self._send(404, _error("not found", "NotFoundError"))
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_REQUEST_BYTES:
+                self._send(413, _error("request too large"))
+                return
+            body = self.rfile.read(length)
+            if not self._authorised():
+                return
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._send(404, _error("not found", "NotFoundError"))
+                return
+            try:
+                result = owner.respond(json.loads(body))
+            except (ValueError, KeyError, TypeError) as err:
+                result = 400, _error(f"bad request: {err}")
+            if result is None:
+                self.close_connection = True  # dead: no answer
+                return
+            self._send(*result)
+
+    return Handler
