@@ -41,6 +41,9 @@ def _compare() -> Main:
 
 def _evaluate() -> Main:
     from .integrations.served.evaluate import main
+    return main
+
+
 def _vagen() -> Main:
     from .integrations.vagen.cli import main
     return main
