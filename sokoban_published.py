@@ -21,6 +21,11 @@ import stat
 _pins = importlib.import_module(".sokoban_pins" if __package__ else "sokoban_pins", __package__ or None)
 RELEASE, PUBLISHED_FILES = _pins.RELEASE, _pins.PUBLISHED_FILES
 
+# Where a writer of a set of data files names the set until all are renamed into place
+# (sokoban_tools.pipeline.artifacts): present, the folder may hold old and new files at once.
+PUBLISH_JOURNAL = ".publish-journal.json"
+
+
 class ChecksumError(ValueError):
     """A data file that is not the published one: stale, truncated or tampered."""
 
@@ -87,6 +92,11 @@ def check_published_file(path, name: str) -> bytes:
     if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"the path of {name} must be a str or os.PathLike file path, not {path!r}")
     expected = PUBLISHED_FILES[name]
+    journal = os.path.join(os.path.dirname(os.fspath(path)), PUBLISH_JOURNAL)
+    if os.path.lexists(journal):
+        raise ChecksumError(f"{name} ({path}) may be of a mixed set: {journal} shows a write of the folder's "
+                            f"files that was interrupted (or is under way) between its renames. In a clone, run "
+                            f"`python -m sokoban_tools reproduce` to regenerate them; else download the files again.")
     try:
         fd, size = open_regular_file(path)
     except OSError as err:

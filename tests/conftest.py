@@ -37,4 +37,5 @@ def pool_rows():
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "slow: runs clients in a second venv or against a loopback Hub; run by default")
+        "markers", "slow: a real client at full size (a second venv, a loopback Hub, Ray, verl-agent, "
+                   "VAGEN, a fresh-process regeneration); run by default, left out by -m 'not slow'")

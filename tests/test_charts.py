@@ -39,6 +39,7 @@ def draw_in_fresh_process(hash_seed: str, **env_vars: str) -> dict[str, str]:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_charts__are_byte_identical_in_fresh_processes_with_different_hash_seeds_and_settings(tmp_path):
     """A user's matplotlibrc and backend change nothing: the charts draw in their own style on Agg."""
     rc = tmp_path / "matplotlibrc"

@@ -236,6 +236,7 @@ class Context:
         return f"board {self.board.xsb()!r}, step {self.step}, action {self.action}"
 
 
+@pytest.mark.slow
 def test_conformance__random_play_matches_gym_sokoban_step_for_step(gym_sokoban_env, train_rows, pool_rows):
     """One random 15-action episode from every stored board (the 5,000 training
     boards and the 1,000-board pool, which holds the 256 validation boards),

@@ -76,6 +76,7 @@ def stopped_with_one_line(code: int, err: str, *words: str) -> None:
     assert all(word in lines[0] for word in words), lines[0]
 
 
+@pytest.mark.slow
 def test_shortest_path_model_wins_all_256_boards_in_the_trainers_format(tmp_path, capsys):
     log = tmp_path / "shortest.jsonl"
     with LoopbackServer(Script("shortest")) as server:
@@ -121,6 +122,7 @@ def poisson_binomial_interval(probabilities: list[float], mass: float) -> tuple[
     return int(np.searchsorted(cumulative, tail)), int(np.searchsorted(cumulative, 1 - tail))
 
 
+@pytest.mark.slow
 def test_random_model_succeeds_within_its_exact_baselines_interval(tmp_path, capsys):
     log = tmp_path / "random.jsonl"
     with LoopbackServer(Script("random", keep=False)) as server:
@@ -136,6 +138,7 @@ def test_random_model_succeeds_within_its_exact_baselines_interval(tmp_path, cap
     assert all(actions == 15 for won, actions, _ in found.values() if not won)  # every answer is a move
 
 
+@pytest.mark.slow
 def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(tmp_path, capsys):
     tree = patched_copy(tmp_path / "verl-agent")
     assert (tree / "UPSTREAM_COMMIT").read_text(encoding="utf-8").strip() == UPSTREAM_COMMIT  # the prompt's source
@@ -171,6 +174,7 @@ def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(
     assert comparison["updates"][0]["difference"] == 0.0
 
 
+@pytest.mark.slow
 def test_a_run_killed_at_a_random_point_resumes_to_the_records_of_a_clean_run(tmp_path, capsys):
     boards = 40
     clean, killed = tmp_path / "clean.jsonl", tmp_path / "killed.jsonl"

@@ -30,6 +30,8 @@ from sokoban_tools.records.tasks import load_training
 from unavailable import unavailable
 from venvs import Venv, VenvUnavailable, build_wheel, require_venv, run_client
 
+pytestmark = pytest.mark.slow
+
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 DEPENDENCIES = tuple(PYPROJECT["project"]["dependencies"])
 WHEEL_VENV = Venv(
@@ -82,7 +84,6 @@ def elsewhere(tmp_path) -> Path:
     return folder
 
 
-@pytest.mark.slow
 def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, elsewhere):
     data = elsewhere / "data"
     for name in (EVALUATION_FILE, TRAIN_FILE):
@@ -146,7 +147,6 @@ def test_the_runtime_works_from_the_wheel_with_data_given_by_path(installed, els
     assert result["pipeline"] is False
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_pipeline_command_says_in_one_line_that_it_runs_from_a_clone(installed, elsewhere, command):
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}

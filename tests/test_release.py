@@ -71,6 +71,7 @@ def test_card__new_release_without_a_changelog_entry_is_refused(clone):
     assert "has no changelog entry for the new release" in done.stderr and TRAIN in done.stderr
 
 
+@pytest.mark.slow
 def test_card__new_release_with_its_changelog_entry_pins_the_new_digest_and_version(clone):
     (clone / TEMPLATE).write_text(changelog_with(NEW_ENTRY), encoding="utf-8")
     done = run_card(clone, "--new-release")

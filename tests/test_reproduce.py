@@ -8,8 +8,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 import sokoban_tools.__main__ as reproduce_command
+
+pytestmark = pytest.mark.slow
 
 
 def test_reproduce__check_regenerates_every_file_identically_in_a_fresh_process_with_another_hash_seed():

@@ -171,8 +171,11 @@ def _generator_of(train_ids, seed, updates):
     (lambda ids, s: {"updates_drawn": 1}, "updates_drawn is 1, but its generator is where seed 1 is after 3"),
     (lambda ids, s: {"updates_drawn": 0}, "updates_drawn is 0, but its generator is where seed 1 is after 3"),
     (lambda ids, s: {"updates_drawn": 5}, "updates_drawn is 5, but its generator is where seed 1 is after 3"),
-    (lambda ids, s: {"updates_drawn": -1}, "updates_drawn must be at least 0"),
-    (lambda ids, s: {"updates_drawn": "3"}, "updates_drawn must be an integer"),
+    (lambda ids, s: {"updates_drawn": -1}, "updates_drawn must be a non-negative integer"),
+    (lambda ids, s: {"updates_drawn": "3"}, "updates_drawn must be a non-negative integer"),
+    (lambda ids, s: {"updates_drawn": True}, "updates_drawn must be a non-negative integer"),
+    # A count beyond any run's is refused before a draw is replayed (issue 28.5: minutes before).
+    (lambda ids, s: {"updates_drawn": 10**9}, "updates_drawn is 1000000000, more than a run makes"),
     # A generator of the wrong type, or altered.
     (lambda ids, s: {"bit_generator": {**s["bit_generator"], "bit_generator": "MT19937"}}, "'MT19937'"),
     (lambda ids, s: {"bit_generator": np.random.MT19937(1).state}, "must be the PCG64 state"),
@@ -200,11 +203,11 @@ def test_training__a_state_that_does_not_replay_from_its_seed_is_refused(train_i
     ({"seed": None}, "seed"),
     ({"seed": 1.5}, "seed"),
     ({"seed": True}, "seed"),
-    ({"batch_size": 1.5}, "batch_size must be an integer"),
-    ({"batch_size": True}, "batch_size must be an integer"),
-    ({"batch_size": "128"}, "batch_size must be an integer"),
-    ({"rollout_n": 2.5}, "rollout_n must be an integer"),
-    ({"rollout_n": True}, "rollout_n must be an integer"),
+    ({"batch_size": 1.5}, "batch_size must be a positive integer"),
+    ({"batch_size": True}, "batch_size must be a positive integer"),
+    ({"batch_size": "128"}, "batch_size must be a positive integer"),
+    ({"rollout_n": 2.5}, "rollout_n must be a positive integer"),
+    ({"rollout_n": True}, "rollout_n must be a positive integer"),
 ])
 def test_training__refuses_bad_settings(train_ids, kwargs, message):
     settings = {"batch_size": BATCH, "rollout_n": GROUP, "seed": 0, **kwargs}

@@ -159,6 +159,7 @@ def test_script_free_path_checks_split_row_counts_only(tampered, tmp_path):
         assert f"num_examples={rows(data)}" in str(raised.value)
 
 
+@pytest.mark.slow
 def test_script_free_streaming_checks_nothing(tmp_path):
     root = tampered_copy(tmp_path / "repo", "pool_in_place")
     streamed = datasets.load_dataset(str(root), "fairness", split="validation", streaming=True)

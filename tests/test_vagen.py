@@ -35,6 +35,7 @@ from sokoban_tools.records.manifest import ManifestError, manifest_from_verl_con
 from sokoban_tools.records.tasks import load_training, load_validation
 from sokoban_tools.runtime.env import render
 
+pytestmark = pytest.mark.slow
 SHARED_VAGEN = REPO.parent / "shared" / "vagen"
 WORDS = {1: "Up", 2: "Down", 3: "Left", 4: "Right"}
 TURNS, PER_TURN = 5, 3  # VAGEN's Sokoban example: 5 turns of up to 3 actions

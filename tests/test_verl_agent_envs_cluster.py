@@ -19,6 +19,8 @@ from unavailable import unavailable
 from sokoban_tools.integrations.verl_agent.envs import build_sokoban_envs
 from test_verl_agent_envs_ray import ENV_KWARGS, play
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def cluster():

@@ -320,3 +320,26 @@ def test_worker__importing_the_environment_loads_neither_datasets_nor_pyarrow_no
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_workers__a_pool_is_shared_by_the_phases_built_on_it_and_by_no_other():
+    """make_fair_envs builds both phases on a WorkerPool of its own: they share its workers (a
+    phase's reset ends the other's episodes), while environments on another pool keep theirs."""
+    from sokoban_tools.runtime.workers import WorkerPool
+
+    pool, other = WorkerPool(), WorkerPool()
+    training = local(seed=3, env_num=2, group_n=2, pool=pool)
+    validation = local(seed=1003, env_num=4, is_train=False, pool=pool)
+    apart = local(seed=3, env_num=2, group_n=2, pool=other)
+    try:
+        assert training.workers is validation.workers and apart.workers is not training.workers
+        training.reset()
+        apart.reset()
+        validation.reset()  # takes the pool's workers: training's episodes end, apart's do not
+        assert len(training.take_episodes()) == 4 and apart.take_episodes() == []
+        apart.step([1, 1, 1, 1])
+        with pytest.raises(RuntimeError, match="call reset\\(\\) first"):
+            training.step([1, 1, 1, 1])
+    finally:
+        for envs in (training, validation, apart):
+            envs.close()

@@ -30,6 +30,8 @@ from sokoban_tools.records.tasks import load_validation, load_training
 from sokoban_tools.integrations.verl_agent.envs import FairSokobanEnvs, WorkersLost, build_sokoban_envs
 from traces import RENDERS, boards_of, load_traces, mismatches
 
+pytestmark = pytest.mark.slow
+
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
 CPUS = 2
 
@@ -247,10 +249,11 @@ def play(envs, turns, policy, fault=None):
     return seen
 
 
-def session(modes, envs_per_actor, fault=None):
+def session(modes, envs_per_actor, fault=None, validation_fault=None):
     """For each of ``modes``, training (2 boards x 2) and validation (4 boards a chunk), all
-    sharing one set of workers: a training update, two validation chunks, another update.
-    Outputs, records and the number of actors."""
+    sharing one set of workers: a training update, two validation chunks, another update;
+    ``fault`` is made for the first update's environments, ``validation_fault`` for the first
+    chunk's. Outputs, records and the number of actors."""
     policy = random.Random(7)
     phases = [(build(41, 2, 2, mode=mode, envs_per_actor=envs_per_actor),
                build(1041, 4, 1, mode=mode, is_train=False, envs_per_actor=envs_per_actor)) for mode in modes]
@@ -259,7 +262,8 @@ def session(modes, envs_per_actor, fault=None):
         for training, validation in phases:
             assert training.workers is validation.workers  # one set of live workers for both phases
             seen += play(training, 16, policy, fault and fault(training))
-            seen += play(validation, 16, policy) + play(validation, 6, policy)
+            seen += play(validation, 16, policy, validation_fault and validation_fault(validation))
+            seen += play(validation, 6, policy)
             seen += play(training, 9, policy)
         actors = len(training.workers.actors)
     finally:
@@ -315,6 +319,40 @@ def killer(ray, at_turn, actor_index):
                 ray.kill(envs.workers.actors[actor_index], no_restart=False)
         return fault
     return fault_of
+
+
+def restarted_killer(ray, at_turn, actor_index):
+    """A fault for :func:`play`: kill one actor after step ``at_turn - 1`` and wait until Ray has
+    restarted it empty, as happens while a trainer's model generates between two steps."""
+    def fault_of(envs):
+        def fault(turn):
+            if turn == at_turn:
+                actor = envs.workers.actors[actor_index]
+                ray.kill(actor, no_restart=False)
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    try:
+                        if ray.get(actor.__ray_call__.remote(lambda held: held.envs), timeout=5) == [None] * 2:
+                            return  # the restarted actor holds no environment
+                    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                        pass  # not restarted yet
+                    time.sleep(0.05)
+                raise AssertionError("Ray did not restart the killed actor within 60 s")
+        return fault
+    return fault_of
+
+
+def test_ray__an_actor_killed_and_restarted_between_steps_is_rebuilt_in_training_and_validation(ray):
+    """The actor dies while the model would generate, Ray restarts it empty before the next
+    step: the driver finds it empty by its count of calls and rebuilds it step-exact."""
+    clean, clean_records, _ = session(["tiny_rgb_array"], envs_per_actor=2)
+    rng = random.Random()
+    turns = rng.randrange(1, 16), rng.randrange(1, 16)
+    faulty, faulty_records, _ = session(["tiny_rgb_array"], envs_per_actor=2,
+                                        fault=restarted_killer(ray, turns[0], rng.randrange(2)),
+                                        validation_fault=restarted_killer(ray, turns[1], rng.randrange(2)))
+    assert len(clean_records) == 16
+    assert faulty == clean and faulty_records == clean_records, f"killed before steps {turns}"
 
 
 def test_ray__an_actor_killed_mid_training_episode_is_restored_step_exact(ray):
@@ -454,14 +492,19 @@ def test_example__the_cards_runtime_example_runs_on_ray_and_logs_every_episode(t
 
 def test_patched_verl_agent__a_fair_make_envs_plays_on_this_ray(ray, tmp_path):
     """The patched verl-agent's make_envs on real actors of this module's Ray (verl-agent runs
-    make_envs inside its Ray job): a small launcher, 2 boards x 2 copies and 16 validation workers."""
+    make_envs inside its Ray job): a small launcher, 2 boards x 2 copies and 16 validation workers.
+    The actor is killed, and restarted empty by Ray, between two steps of one validation chunk and
+    of the training rollout, as while the model generates: the rollouts and records must still be
+    exactly the scripted model's (what a run without the fault gives)."""
     from test_verl_agent_patched_trainer import check_passes, patched_copy, run
 
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("hydra") is None:
         unavailable("torch or hydra-core is not installed; pip install -e '.[test]'")
     tree = patched_copy(tmp_path / "verl-agent")
     env = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
+    rng = random.Random()
+    kill = {"chunk": rng.randrange(16), "turn": rng.randrange(1, 4), "training_turn": rng.randrange(1, 4)}
     report = run(sys.executable, tree, tmp_path / "work", env=env, val_batch_sizes=[16], backend="ray", updates=[0],
-                 extra_overrides=["data.train_batch_size=2", "env.rollout.n=2", "env.resources_per_worker.num_cpus=0.05"])
-    assert report["workers"] == "RayWorkers"
+                 kill=kill, extra_overrides=["data.train_batch_size=2", "env.rollout.n=2", "env.resources_per_worker.num_cpus=0.05"])
+    assert report["workers"] == "RayWorkers" and report["kills"] == 2, kill
     check_passes(report, {16: [16] * 16}, [sys.executable, "-m", "sokoban_tools", "score"], training_groups=(2, 2))

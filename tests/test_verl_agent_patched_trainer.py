@@ -34,6 +34,8 @@ from sokoban_tools.records.tasks import load_training, load_validation
 from unavailable import unavailable
 from venvs import OLAH, Venv, require_venv, run_client, source_copy
 
+pytestmark = pytest.mark.slow
+
 UPSTREAM = REPO.parent / "shared" / "verl-agent"
 PATCH = REPO / "sokoban_tools" / "integrations" / "verl_agent" / "sokoban-fairness.patch"
 RUNNER = Path(__file__).resolve().parent / "verl_agent_run.py"
@@ -112,7 +114,8 @@ def check_passes(report: dict, sizes: dict, scorer: list[str], env: dict | None 
     manifest = read_manifest(manifest_path(first["log"]))
     assert manifest["method"] == first["method"] and manifest["settings"]["action_horizon"] == 15
     assert manifest["settings"]["rollout.group_size"] == copies
-    assert manifest["costs"] == {"step": {"unit": "GPU-seconds", "value": 7.0},
+    # verl's whole step (3.5 s on 2 GPUs) holds gen (2 s): kept as the rest, so the entries add up
+    assert manifest["costs"] == {"step_other": {"unit": "GPU-seconds", "value": 3.0},
                                  "gen": {"unit": "GPU-seconds", "value": 4.0},
                                  "tokens": {"unit": "tokens", "value": 4096.0}}
 
@@ -239,7 +242,6 @@ def shell(line: str, cwd: Path, env: dict) -> str:
     return done.stdout
 
 
-@pytest.mark.slow
 def test_wheel__the_cards_commands_from_an_installed_package_with_boards_from_the_hub(tmp_path):
     require_upstream()
     python = require_venv(VERL_WHEEL_VENV)

@@ -45,6 +45,7 @@ ACTION_WORDS = {1: "Up", 2: "down", 3: "LEFT", 4: "right"}
 MALFORMED = ["I would push the box.", "<think>hm</think><action>jump</action>", "",
              "<think>🙂 İ</think><ACTION>stay</ACTION>", "<think>x</think></action>up<action>"]
 PARQUET_ROWS = 128
+KILLS: list[int] = []  # the turns before which an actor was killed
 
 
 def launcher_overrides(tree: Path) -> list[str]:
@@ -115,8 +116,29 @@ class ScriptedModel:
         return [11 - 0.1 * t if won else -0.1 * self.max_steps for t, won in zip(self.turns_to_win, self.won)]
 
 
-def rollout(manager, batch_size: int, solutions: dict, max_steps: int) -> dict:
-    """One call of ``vanilla_multi_turn_loop``'s environment side, checked against the model."""
+def kill_and_wait_for_restart(workers) -> None:
+    """Kill the last Ray actor of ``workers`` and wait until Ray has restarted it empty: what a
+    trainer meets when an actor dies while its model generates between two steps."""
+    import time
+
+    import ray
+
+    actor = workers.actors[-1]
+    ray.kill(actor, no_restart=False)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if all(env is None for env in ray.get(actor.__ray_call__.remote(lambda held: held.envs), timeout=5)):
+                return
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            pass  # not restarted yet
+        time.sleep(0.05)
+    raise AssertionError("Ray did not restart the killed actor within 60 s")
+
+
+def rollout(manager, batch_size: int, solutions: dict, max_steps: int, kill_at: int | None = None) -> dict:
+    """One call of ``vanilla_multi_turn_loop``'s environment side, checked against the model;
+    ``kill_at``: the turn before whose step an actor is killed and restarted empty."""
     from agent_system.environments.prompts import SOKOBAN_VISUAL_TEMPLATE
     from sokoban_render import render_rgb
 
@@ -137,6 +159,9 @@ def rollout(manager, batch_size: int, solutions: dict, max_steps: int) -> dict:
     for turn in range(max_steps):
         active = np.logical_not(is_done)
         texts, actions = model.answers(turn)
+        if turn == kill_at:
+            kill_and_wait_for_restart(manager.envs.workers)
+            KILLS.append(turn)
         next_obs, rewards, dones, infos = manager.step(texts)
         assert rewards.shape == (batch_size,) and dones.shape == (batch_size,)
         for i, action in enumerate(actions):
@@ -189,9 +214,11 @@ def main(args: dict) -> dict:
             passes = []
             for update in args.get("updates", [0, 5]):
                 played, batch_rows = [], []
-                for batch in integration.validation_batches(dataloader, val_envs, update):
+                kill = args.get("kill")  # {"chunk": c, "turn": t, "training_turn": t}: actors killed there
+                for chunk, batch in enumerate(integration.validation_batches(dataloader, val_envs, update)):
                     batch_rows.append(len(batch["data_source"]))
-                    played.append(rollout(val_envs, batch_rows[-1], solutions, config.env.max_steps))
+                    kill_at = kill["turn"] if kill and chunk == kill["chunk"] else None
+                    played.append(rollout(val_envs, batch_rows[-1], solutions, config.env.max_steps, kill_at))
                 passes.append({"update": update, "batch_rows": batch_rows,
                                **{key: sum((chunk[key] for chunk in played), []) for key in played[0]}})
             report["validation"][size] = {"log": str(log), "passes": passes, "method": config.env.fairness_method,
@@ -199,10 +226,12 @@ def main(args: dict) -> dict:
             if size == args["val_batch_sizes"][0]:
                 integration.label_training_update(envs, 7)
                 batch = config.data.train_batch_size * config.env.rollout.n
-                report["training"] = rollout(envs, batch, solutions, config.env.max_steps)
+                report["training"] = rollout(envs, batch, solutions, config.env.max_steps,
+                                             args["kill"]["training_turn"] if args.get("kill") else None)
                 # what fit measures of a step, as verl names it; two GPUs
                 integration.record_costs(envs, COSTS, 2)
             report["workers"] = type(val_envs.envs.workers).__name__
+            report["kills"] = len(KILLS)
             envs.envs.close()
             val_envs.envs.close()
     return report

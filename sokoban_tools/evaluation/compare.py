@@ -108,6 +108,26 @@ def read_manifests(paths: list[Path]) -> dict[str, dict]:
     return manifests
 
 
+def check_rows_against_manifests(rows: list, method: str, paths: list[Path]) -> None:
+    """Refuse rows of ``method`` that their log's manifest does not cover: a manifest of
+    another method (its settings were checked, not this method's), or an episode longer
+    than the manifest's action horizon."""
+    for log in dict.fromkeys(paths):
+        manifest = read_manifest(manifest_path(log))
+        horizon = manifest["settings"]["action_horizon"]
+        for row in rows:
+            if row.record.method != method or row.location.rpartition(":")[0] != str(log):
+                continue
+            if manifest["method"] != method:
+                raise ManifestError(f"{row.location}: a record of method {method!r}, but the manifest beside "
+                                    f"{log} is of method {manifest['method']!r}, so {method!r}'s settings are "
+                                    f"unchecked; give each method its own log and manifest")
+            if horizon is not None and row.record.actions > horizon:
+                raise ManifestError(f"{row.location}: an episode of {row.record.actions} actions, but the "
+                                    f"manifest beside {log} declares an action horizon of {horizon}; the log "
+                                    f"and its manifest are of different runs, or the manifest is wrong")
+
+
 def check_settings(a: dict[str, dict], b: dict[str, dict], allowed: Collection[str]) -> dict:
     """The settings part of the report; :class:`ManifestError` listing every
     difference not ``allowed``, with both sides' values."""
@@ -141,6 +161,9 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
     check_board_set(logs_a.rows + logs_b.rows, boards)
     a = pick_method(group_rows(logs_a.rows, boards), method_a, "a", a_paths)
     b = pick_method(group_rows(logs_b.rows, boards), method_b, "b", b_paths)
+    if manifests:
+        check_rows_against_manifests(logs_a.rows, a[0].method, a_paths)
+        check_rows_against_manifests(logs_b.rows, b[0].method, b_paths)
     shared = shared_updates({g.update for g in a}, {g.update for g in b}, updates)
     bootstrap = Bootstrap(resamples, seed)
     sides = {"a": (a, a_paths), "b": (b, b_paths)}
@@ -303,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--allow-difference {unknown[0]}: not a controlled setting; they are {', '.join(SETTING)}")
     problem = unwritable(args.plot) if args.plot else None
     if problem:  # before the work, so a bad --plot does not cost the report
-        print(f"error: --plot {problem}", file=sys.stderr)
+        where = "" if problem.startswith(f"{args.plot}:") else f"{args.plot}: cannot be written, since "
+        print(f"error: --plot {where}{problem}", file=sys.stderr)
         return 1
     try:
         if args.plot:  # before the work: a missing library or a wrong suffix costs nothing

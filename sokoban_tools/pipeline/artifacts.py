@@ -41,11 +41,14 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from sokoban_published import PUBLISH_JOURNAL
 
 from ..files import json_document, sha256_bytes, sync_directory, write_atomic, write_temp  # noqa: F401 (json_document: for the pipeline's reports)
 from ..paths import unwritable
@@ -55,7 +58,7 @@ from .release import FLAG, ReleaseError, check_rewrite
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-JOURNAL = ".publish-journal.json"
+JOURNAL = PUBLISH_JOURNAL  # every reader of the data files refuses a folder holding one
 LOCK = ".publish-lock"  # held by the run writing (or checking) the files of its folder
 TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by git
 REPRODUCE = "python -m sokoban_tools reproduce"
@@ -166,11 +169,19 @@ def _acquire(directory: Path, shared: bool) -> bool:
         return True
     path = directory / LOCK
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)  # less the umask, as every file
+        # non-blocking: a FIFO in the lock's place must not hang the open
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o666)  # less the umask, as every file
     except OSError as err:
         if err.errno == errno.EISDIR:
             raise LockError(f"{path}: is a directory, but runs take the folder's lock there; move it away") from None
-        return False
+        if os.path.lexists(path):  # another user's lock, perhaps held: never run without it
+            raise LockError(f"{path}: cannot be opened ({err.strerror}), so this run cannot tell whether another "
+                            f"run holds it; run as the user who owns it, or remove it if no run is going on") from None
+        return False  # no lock file can be made here: ready() refuses a write to this folder
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LockError(f"{path}: is not a regular file (it resolves to {os.path.realpath(path)}), but runs take "
+                        f"the folder's lock there; remove it (a run makes a new one)")
     try:
         fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from ..checks import problem
 from ..files import sync_directory, write_atomic
 from ..paths import read_bounded
 from . import strict_json
@@ -98,8 +99,8 @@ def _problem(row: dict) -> str | None:
     if row["phase"] not in PHASES:
         return f"phase must be one of {', '.join(PHASES)}, got {row['phase']!r}"
     for key in ("update", "actions"):
-        if not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 0:
-            return f"{key} must be a non-negative integer, got {row[key]!r}"
+        if problem(key, row[key]):
+            return problem(key, row[key])
     if not isinstance(row["won"], bool):
         return f"won must be true or false, got {row['won']!r}"
     value = row["return"]

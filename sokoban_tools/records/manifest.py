@@ -47,6 +47,7 @@ from typing import Mapping
 
 from sokoban_published import PUBLISHED_FILES, RELEASE
 
+from ..checks import integer
 from ..files import json_document, write_atomic
 from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..paths import read_bounded
@@ -207,12 +208,21 @@ def manifest_from_verl_config(config, method: str | None = None, notes=None, boa
     for setting in SETTINGS:
         if setting.verl_agent != ENVIRONMENT:
             value = _lookup(config, setting.verl_agent, setting.optional)
-            if setting.kind == "number" and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)  # YAML's 1 and 1.0 are the same setting
+            if setting.kind == "number" and isinstance(value, int) and not isinstance(value, bool) and finite(value):
+                value = float(value)  # YAML's 1 and 1.0 are the same setting (a huge one is refused below)
             values[setting.key] = value
     if method is None:
         method = str(_lookup(config, "algorithm.adv_estimator", False))
     return new_manifest(method, values, notes, boards=boards)
+
+
+def finite(value) -> bool:
+    """A number a float can hold exactly enough: not inf or nan, and no int beyond a float's range
+    (which ``float()`` and ``math.isfinite`` meet with an ``OverflowError``)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _problem(value, kind: str) -> str | None:
@@ -220,8 +230,8 @@ def _problem(value, kind: str) -> str | None:
         return None
     if isinstance(value, bool) != (kind == "boolean") or not isinstance(value, KINDS[kind]):
         return f"must be {'an' if kind[0] in 'aeiou' else 'a'} {kind} or null, got {value!r}"
-    if kind == "number" and not math.isfinite(value):
-        return f"must be a finite number, got {value!r}"
+    if kind == "number" and not finite(value):
+        return f"must be a finite number (within a float's range), got {value!r}"
     if kind == "string" and not value:
         return "must be a non-empty string or null"
     return None
@@ -295,7 +305,7 @@ def check_cost(name, entry, source: str) -> None:
     if not isinstance(entry["unit"], str) or not entry["unit"]:
         raise ManifestError(f"{where}.unit must name the unit (e.g. GPU-seconds, tokens), got {entry['unit']!r}")
     value = entry["value"]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not finite(value) or value < 0:
         raise ManifestError(f"{where}.value must be a finite number >= 0, got {value!r}")
 
 
@@ -314,23 +324,37 @@ def write_manifest(log: Path | str, manifest: dict) -> Path:
     already there is kept (with its costs) if it records the same method and
     settings, refused if it does not, since the log would mix runs of other settings."""
     path = manifest_path(log)
-    check_manifest(manifest, "the new manifest")
-    if path.exists():
-        check_same_run(read_manifest(path), manifest, path, log)
-        return path
-    write_atomic(path, json_document(manifest))
+    if not check_fits(log, manifest):
+        write_atomic(path, json_document(manifest))
     return path
 
 
-def check_same_run(old: dict, new: dict, path: Path | str, log: Path | str,
-                   fix: str = "give this run its own episode log") -> None:
-    """Refuse ``new`` beside the manifest ``old`` (at ``path``) unless both record the same
-    method and settings: the log ``log`` would mix runs of other settings."""
-    changed = [key for key in ("method", "settings") if old[key] != new[key]]
+def check_fits(log: Path | str, manifest: dict, torn_ok: bool = False) -> bool:
+    """Whether the manifest beside ``log`` is already ``manifest``'s run (same method and
+    settings); :class:`ManifestError` if it is another run's. Writes nothing. With
+    ``torn_ok``, a manifest that does not read (half-written) is no run's: False, for a
+    caller that sets it aside before writing (the patched trainer at start)."""
+    path = manifest_path(log)
+    check_manifest(manifest, "the new manifest")
+    if not path.exists():
+        return False
+    try:
+        old = read_manifest(path)
+    except ManifestError:
+        if torn_ok:
+            return False
+        raise
+    changed = [key for key in ("method", "settings") if old[key] != manifest[key]]
     if changed:
-        keys = [key for key in SETTING if old["settings"][key] != new["settings"][key]]
+        keys = [key for key in SETTING if old["settings"][key] != manifest["settings"][key]]
         raise ManifestError(f"{path}: holds the manifest of a run with another {changed[0]} "
-                            f"({', '.join(keys) or old['method']}), and {log} would mix both runs; {fix}")
+                            f"({', '.join(keys) or old['method']}), and {log} would mix both runs; "
+                            f"give this run its own episode log")
+    return True
+
+
+WHOLE_STEP = "step"  # verl's timer around a whole training step, which its other timers are parts of
+STEP_REST = "step_other"  # the part of a step that no other timer covers
 
 
 def costs_from_verl_metrics(metrics: Mapping[str, object], gpus: int) -> dict[str, tuple[str, float]]:
@@ -338,15 +362,34 @@ def costs_from_verl_metrics(metrics: Mapping[str, object], gpus: int) -> dict[st
     ``NAME`` in GPU-seconds (its wall-clock seconds times the run's ``gpus``,
     which the trainer holds through every phase), and ``perf/total_num_tokens``
     as ``tokens``. A method's extra phase (a teacher's scoring) is timed under
-    its own name and so becomes its own entry."""
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise ValueError(f"gpus must be a positive integer, got {gpus!r}")
-    entries = {}
+    its own name and so becomes its own entry. verl's ``timing_s/step`` times the
+    whole step, which contains the others (``gen``, ``update_actor``, ``testing``...),
+    so it is kept only as :data:`STEP_REST`, the rest of the step no part times:
+    the entries are disjoint and add up to what the run spent. Every value is
+    checked (a finite number >= 0) before anything is returned."""
+    gpus = integer("gpus", gpus, 1)
+    if not isinstance(metrics, Mapping):
+        raise TypeError(f"metrics must be the trainer's metrics of one step (a mapping of names to numbers), "
+                        f"got {type(metrics).__name__}")
+    entries, step = {}, None
     for key, value in metrics.items():
-        if key.startswith("timing_s/"):
-            entries[key.removeprefix("timing_s/")] = ("GPU-seconds", float(value) * gpus)
-        elif key == "perf/total_num_tokens":
-            entries["tokens"] = ("tokens", float(value))
+        if not (isinstance(key, str) and (key.startswith("timing_s/") or key == "perf/total_num_tokens")):
+            continue
+        try:
+            amount = float(value)
+        except (TypeError, ValueError, OverflowError):
+            amount = math.nan
+        if isinstance(value, bool) or not math.isfinite(amount) or amount < 0:
+            raise ValueError(f"metrics {key} must be a finite number >= 0 (a time or a count), got {value!r}")
+        if key == "perf/total_num_tokens":
+            entries["tokens"] = ("tokens", amount)
+        elif key == f"timing_s/{WHOLE_STEP}":
+            step = amount * gpus
+        else:
+            entries[key.removeprefix("timing_s/")] = ("GPU-seconds", amount * gpus)
+    if step is not None:
+        parts = sum(amount for unit, amount in entries.values() if unit == "GPU-seconds")
+        entries[STEP_REST] = ("GPU-seconds", max(step - parts, 0.0))
     return entries
 
 
@@ -355,6 +398,9 @@ def merge_costs(manifest: dict, entries: Mapping[str, tuple[str, float]], source
     an entry already kept in another unit is refused."""
     costs = manifest["costs"]
     for name, (unit, amount) in entries.items():
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not finite(amount) or amount < 0:
+            raise ManifestError(f"{source}: costs.{name}: an amount spent must be a finite number >= 0, got "
+                                f"{amount!r}; a cost never goes down")
         entry = costs.setdefault(name, {"unit": unit, "value": 0})
         if entry["unit"] != unit:
             raise ManifestError(f"{source}: costs.{name} is in {entry['unit']}, not {unit}; name the entry "

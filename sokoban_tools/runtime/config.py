@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from ..checks import integer
 from ..paths import unwritable
 from ..protocol import DEFAULT_MAX_STEPS, DIM_ROOM, NUM_BOXES, SEARCH_DEPTH
 from .env import MODES
@@ -90,16 +91,6 @@ def runtime_config(seed, env_num, group_n, mode, resources_per_worker, is_train,
     )
 
 
-def integer(name: str, value, minimum: int) -> int:
-    """``value`` if it is an int (not a bool) of at least ``minimum`` (0 or 1)."""
-    kind = "a positive integer" if minimum == 1 else "a non-negative integer"
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be {kind}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
-    return value
-
-
 def _boolean(name: str, value) -> bool:
     if not isinstance(value, bool):  # "False" is a non-empty string: truthy
         raise TypeError(f"{name} must be True or False, got {value!r}")
@@ -132,10 +123,7 @@ def check_env_kwargs(env_kwargs) -> int:
         if comparable != value:
             raise ValueError(f"env_kwargs {key}={given!r} is not a setting of the stored boards: the fairness "
                              f"boards need {FAIRNESS_SETTINGS} (set them in the trainer's config)")
-    max_steps = env_kwargs.get("max_steps", DEFAULT_MAX_STEPS)
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"env_kwargs max_steps must be a positive integer (env.max_steps), got {max_steps!r}")
-    return max_steps
+    return integer("env_kwargs max_steps (env.max_steps)", env_kwargs.get("max_steps", DEFAULT_MAX_STEPS), 1)
 
 
 def check_resources(resources) -> dict[str, float]:

@@ -45,6 +45,7 @@ import numpy as np
 
 from sokoban_render import render_position
 
+from ..checks import integer
 from ..protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from ..records.rows import BoardRow
 from ..rules.board import ACTIONS, ACTION_NAMES, TARGET, Board
@@ -159,10 +160,8 @@ class FairSokobanEnv:
     def __init__(self, mode: str = "rgb_array", max_steps: int = DEFAULT_MAX_STEPS):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
         self.mode = mode
-        self.max_steps = max_steps
+        self.max_steps = integer("max_steps", max_steps, 1)
         self._board: Board | None = None
         self._steps = 0
 

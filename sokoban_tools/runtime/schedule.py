@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..records.episodes import EpisodeRecord
+from ..checks import integer
 from .sampler import TrainingSampler, validation_chunks
 
 
@@ -49,6 +50,7 @@ class ValidationSchedule:
         self.update = 0
         self._begun = False
         self._records: list[tuple[int, EpisodeRecord]] = []
+        self._validated: set[int] = set()  # the updates of the passes ended
 
     @property
     def num_chunks(self) -> int:
@@ -57,8 +59,11 @@ class ValidationSchedule:
     def begin_pass(self, update: int) -> int:
         """Start a pass labelled with the training ``update``; returns ``num_chunks``. The
         previous pass must have been ended (:meth:`end_pass`)."""
-        if isinstance(update, bool) or not isinstance(update, int) or update < 0:
-            raise ValueError(f"update must be a non-negative integer, got {update!r}")
+        update = integer("update", update, 0)
+        if update in self._validated:
+            raise RuntimeError(f"update {update} was validated already: a second pass labelled {update} would "
+                               f"repeat its records, and the log would no longer score; validate each "
+                               f"update once")
         if self.chunks_played:
             raise RuntimeError(f"the current validation pass stopped after chunk {self.chunks_played} of "
                                f"{self.num_chunks}; finish it (reset() and play) and end_pass() before "
@@ -95,5 +100,6 @@ class ValidationSchedule:
         self.require_complete()
         records = [record for _, record in sorted(self._records, key=lambda item: item[0])]
         self._records, self.chunks_played, self._begun = [], 0, False
+        self._validated.add(self.update)
         self.passes_completed += 1
         return records

@@ -9,14 +9,17 @@ asks Ray for ``resources_per_worker`` (per environment, as verl-agent means it)
 times the environments it holds; a request no node of the cluster can ever grant
 is refused at build (:func:`ray_actor_size`) instead of waiting forever.
 
-The workers of a process are shared by its training and validation environments
-(:func:`lease`): a phase's ``reset()`` takes them, ending the other phase's open
-episodes, so the two phases never hold separate sets of live workers, although
+The workers are shared by the environments of one :class:`WorkerPool`, which
+what builds them owns (the patched trainer's ``make_fair_envs`` one for its training
+and validation phases): a phase's ``reset()`` takes them, ending the other phase's
+open episodes, so the two phases never hold separate sets of live workers, although
 verl-agent never closes its environments. Workers of other settings (another
 backend's aside) are released before new ones start.
 
-Lost Ray actors are restarted and their environments rebuilt step-exact by
-:mod:`sokoban_tools.runtime.recovery`.
+Lost Ray actors are restarted and their environments rebuilt step-exact from the
+driver's :class:`~sokoban_tools.runtime.recovery.Episode` records: every call carries
+the count of calls its slice has carried out, so an actor restarted empty is found
+by its state, whenever it died (:mod:`sokoban_tools.runtime.recovery`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Mapping
 from ..rules.board import Board
 from .config import RAY_RESOURCES
 from .env import FairSokobanEnv
-from .recovery import Journal, WorkerError, recover
+from .recovery import Episode, StaleSlice, WorkerError, lost
 
 # A Ray call costs about a millisecond however little it carries, and a step of 128
 # environments inside an actor about as much: few large slices keep a step's round
@@ -54,31 +57,46 @@ class EnvSlice:
 
     def __init__(self, size: int):
         self.envs: list[FairSokobanEnv | None] = [None] * size
+        self.calls = 0  # the resets and steps carried out: 0 again in an actor Ray restarted
 
-    def reset(self, slots: list[int], boards: list[Board], max_steps: int) -> list:
-        """``(position, info)`` for each environment, reset to its board."""
-        results = []
-        for slot, board in zip(slots, boards):
-            self.envs[slot] = FairSokobanEnv(max_steps=max_steps)
-            info = self._run(slot, "start", board)
-            results.append((self._position(slot), info))
+    def reset(self, calls: int, slots: list[int], games: list[tuple[Board, int]]) -> list:
+        """``(position, info)`` for each environment, reset to its ``(board, max_steps)``."""
+        self._expect(calls)
+        results = [self._start(slot, board, max_steps) for slot, (board, max_steps) in zip(slots, games)]
+        self.calls += 1
         return results
 
-    def step(self, slots: list[int], actions: list[int]) -> list:
+    def step(self, calls: int, slots: list[int], actions: list[int]) -> list:
         """``(position, reward, done, info)`` for each environment, after its action."""
-        results = []
-        for slot, action in zip(slots, actions):
-            reward, done, info = self._run(slot, "play", action)
-            results.append((self._position(slot), reward, done, info))
+        self._expect(calls)
+        results = [self._play(slot, action) for slot, action in zip(slots, actions)]
+        self.calls += 1
         return results
 
-    def restore(self, slots: list[int], plans: list) -> None:
-        """Rebuild environments from the driver's journal: ``(board, max_steps, actions)`` each."""
+    def restore(self, calls: int, slots: list[int], plans: list) -> None:
+        """Rebuild environments from the driver's records, ``(board, max_steps, actions)`` each
+        (``None``: not played yet), and take the driver's count of calls carried out."""
         for slot, plan in zip(slots, plans):
             if plan is not None:
                 board, max_steps, actions = plan
-                self.reset([slot], [board], max_steps)
-                self.step([slot] * len(actions), actions)
+                self._start(slot, board, max_steps)
+                for action in actions:
+                    self._play(slot, action)
+        self.calls = calls
+
+    def _expect(self, calls: int) -> None:
+        """Refuse a call made for another state than this slice's (before changing anything)."""
+        if calls != self.calls:
+            raise StaleSlice(self.calls, calls)
+
+    def _start(self, slot: int, board: Board, max_steps: int) -> tuple:
+        self.envs[slot] = FairSokobanEnv(max_steps=max_steps)
+        info = self._run(slot, "start", board)
+        return self._position(slot), info
+
+    def _play(self, slot: int, action: int) -> tuple:
+        reward, done, info = self._run(slot, "play", action)
+        return self._position(slot), reward, done, info
 
     def _position(self, slot: int) -> tuple:
         board = self.envs[slot].board
@@ -101,7 +119,9 @@ class Workers:
         self.key = key
         self.envs_per_actor = envs_per_actor
         self.places: list[tuple[int, int]] = []  # environment index -> (slice, slot)
-        self.holder = None  # the FairSokobanEnvs whose episodes the environments play
+        self.calls: list[int] = []  # slice -> the calls it has carried out, which the next one expects
+        self.episodes: list[Episode] = []  # environment index -> its current episode (the holder's records)
+        self.holder = None  # the environments whose episodes these play (see WorkerPool.lease)
 
     @property
     def size(self) -> int:
@@ -112,31 +132,45 @@ class Workers:
         while self.size < count:
             size = min(self.envs_per_actor, count - self.size)
             number = self._start_slice(size)
+            self.calls.append(0)
             self.places += [(number, slot) for slot in range(size)]
 
-    def reset(self, boards: list[Board], labels: list[str], max_steps: int) -> list:
-        """Reset environments 0..len(boards)-1 to ``boards`` (``labels``: their task IDs); the
-        results of :meth:`EnvSlice.reset`, in environment order."""
-        return self._call("reset", boards, lambda slots, items: (slots, items, max_steps))
+    def reset(self, episodes: list[Episode]) -> list:
+        """Reset environments 0..len(episodes)-1 to their episodes' boards, which become the
+        records these workers rebuild from; the results of :meth:`EnvSlice.reset`, in order."""
+        results = self._call("reset", [(e.start, e.max_steps) for e in episodes], lambda slots, items: (slots, items))
+        self.episodes = episodes
+        return results
 
     def step(self, actions: list[int]) -> list:
-        """The results of :meth:`EnvSlice.step`, one action per environment, in environment order."""
-        return self._call("step", actions, lambda slots, items: (slots, items))
+        """The results of :meth:`EnvSlice.step`, one action per environment, in environment order;
+        each action joins its episode's record once carried out."""
+        results = self._call("step", actions, lambda slots, items: (slots, items))
+        for episode, action in zip(self.episodes, actions):
+            episode.sent.append(action)
+        return results
 
     def _call(self, method: str, items: list, arguments) -> list:
-        """``method`` on environments 0..len(items)-1, one call per slice; results in environment
-        order, which is slice order, since :meth:`ensure` numbers environments slice after slice."""
+        """``method`` on environments 0..len(items)-1, one call per slice carrying the slice's count
+        of calls; results in environment order, which is slice order, since :meth:`ensure` numbers
+        environments slice after slice."""
         grouped: dict[int, tuple[list, list[int]]] = {}  # slice -> (its items, their slots)
         for item, (number, slot) in zip(items, self.places):
             mine, slots = grouped.setdefault(number, ([], []))
             mine.append(item)
             slots.append(slot)
-        results = self._run(method, {number: arguments(slots, mine) for number, (mine, slots) in grouped.items()})
+        results = self._run(method, {number: (self.calls[number], *arguments(slots, mine))
+                                     for number, (mine, slots) in grouped.items()})
+        for number in grouped:
+            self.calls[number] += 1
         return [result for number in grouped for result in results[number]]
 
     def _failure(self, number: int, failure: EnvironmentFailure) -> WorkerError:
         index = self.places.index((number, failure.slot))
         return WorkerError(f"worker {index} failed in {failure.method}: {failure.error}")
+
+    def _indices_of(self, number: int) -> list[int]:
+        return [i for i, (n, _) in enumerate(self.places) if n == number]
 
     def _start_slice(self, size: int) -> int:
         raise NotImplementedError
@@ -168,10 +202,13 @@ class LocalWorkers(Workers):
                 results[number] = getattr(self.slices[number], method)(*args)
             except EnvironmentFailure as failure:
                 raise self._failure(number, failure) from None
+            except StaleSlice as stale:  # nothing restarts a slice of this process
+                raise WorkerError(f"the slice of workers {self._indices_of(number)} has carried out "
+                                  f"{stale.found} calls, the driver counts {stale.expected}") from None
         return results
 
     def close(self) -> None:
-        self.slices, self.places = [], []
+        self.slices, self.places, self.calls, self.episodes = [], [], [], []
 
 
 class RayWorkers(Workers):
@@ -186,24 +223,12 @@ class RayWorkers(Workers):
         self.max_restarts = max_restarts
         self._actor_class = ray.remote(max_restarts=max_restarts, max_task_retries=0)(EnvSlice)
         self.actors: list = []
-        self.journal = Journal()
 
     def _start_slice(self, size: int) -> int:
         options = {name: _amount(amount * size) for name, amount in self._resources.items()}
         # spread over the nodes, so that losing one loses few environments
         self.actors.append(self._actor_class.options(scheduling_strategy="SPREAD", **options).remote(size))
         return len(self.actors) - 1
-
-    def reset(self, boards, labels, max_steps):
-        for index, (board, label) in enumerate(zip(boards, labels)):
-            self.journal.reset(index, board, label, max_steps)
-        return super().reset(boards, labels, max_steps)
-
-    def step(self, actions):
-        results = super().step(actions)
-        for index, action in enumerate(actions):
-            self.journal.step(index, action)
-        return results
 
     def _run(self, method, jobs):
         ray = self._ray
@@ -214,25 +239,29 @@ class RayWorkers(Workers):
             return {number: self._get(number, method, jobs[number], future) for number, future in futures.items()}
 
     def _get(self, number: int, method: str, args: tuple, future):
-        """One actor's result; a lost actor is restored from the journal and the call made again."""
+        """One actor's result. An actor that died during the call (``RayActorError``) or was
+        restarted empty before it (:class:`StaleSlice`) gets its environments rebuilt from the
+        episode records, and the call again, until its restarts are exhausted."""
         ray, actor = self._ray, self.actors[number]
-        try:
+        indices = self._indices_of(number)
+        for attempt in range(self.max_restarts + 1):
             try:
+                if attempt:
+                    plans = [self.episodes[i].replay() if i < len(self.episodes) else None for i in indices]
+                    ray.get(actor.restore.remote(args[0], [self.places[i][1] for i in indices], plans))
+                    future = getattr(actor, method).remote(*args)
                 return ray.get(future)
             except ray.exceptions.RayActorError as error:
-                indices = self._indices_of(number)
-                slots = [self.places[i][1] for i in indices]
-                return recover(ray, lambda: actor.restore.remote(slots, self.journal.replay(indices)),
-                               lambda: getattr(actor, method).remote(*args), self.max_restarts, error,
-                               lambda cause: self.journal.lost(indices, self.max_restarts, cause))
-        except ray.exceptions.RayTaskError as err:
-            if isinstance(err.cause, EnvironmentFailure):
-                raise self._failure(number, err.cause) from None
-            raise WorkerError(f"the actor of workers {self._indices_of(number)} failed in {method}: "
-                              f"{err.cause!r}") from err.cause
-
-    def _indices_of(self, number: int) -> list[int]:
-        return [i for i, (n, _) in enumerate(self.places) if n == number]
+                cause = error
+            except ray.exceptions.RayTaskError as error:
+                if isinstance(error.cause, StaleSlice):
+                    cause = error.cause
+                elif isinstance(error.cause, EnvironmentFailure):
+                    raise self._failure(number, error.cause) from None
+                else:
+                    raise WorkerError(f"the actor of workers {indices} failed in {method}: "
+                                      f"{error.cause!r}") from error.cause
+        raise lost(self.episodes, indices, self.max_restarts, cause)
 
     def close(self, timeout: float = 60.0) -> None:
         """Kill every actor and return once each is gone: a kill is asynchronous, and a
@@ -246,7 +275,7 @@ class RayWorkers(Workers):
                     raise WorkerError(f"the actor of workers {self._indices_of(number)} was killed but still "
                                       f"answers after {timeout:.0f} s")
                 time.sleep(0.05)
-        self.actors, self.places, self.journal = [], [], Journal()
+        self.actors, self.places, self.calls, self.episodes = [], [], [], []
 
     def _is_gone(self, actor) -> bool:
         try:
@@ -259,7 +288,53 @@ class RayWorkers(Workers):
 
 
 BACKENDS = {"ray": RayWorkers, "local": LocalWorkers}
-_LIVE: dict[str, Workers] = {}  # per backend, the workers of this process
+
+
+class WorkerPool:
+    """The live workers (one set per backend) of environments that take turns: a trainer's
+    training and validation phases. What builds the environments owns it (``make_fair_envs``
+    makes one for its two phases; ``build_sokoban_envs`` without one uses :data:`SHARED`,
+    since verl-agent's own ``make_envs`` builds the phases in two calls)."""
+
+    def __init__(self):
+        self._live: dict[str, Workers] = {}
+
+    def workers(self, backend: str, resources: Mapping[str, float], envs_per_actor: int, max_restarts: int,
+                envs: int) -> Workers:
+        """The pool's workers of ``backend`` with these settings, grown to ``envs`` environments;
+        live workers of other settings are released first (their holder's open episodes ended)."""
+        key = (backend, tuple(sorted(resources.items())), envs_per_actor, max_restarts)
+        live = self._live.get(backend)
+        if live is not None and live.key != key:
+            self.release(live)
+            live = None
+        if live is None:
+            live = self._live[backend] = BACKENDS[backend](key, envs_per_actor, resources, max_restarts)
+        live.ensure(envs)
+        return live
+
+    def lease(self, workers: Workers, holder) -> None:
+        """Give ``workers`` to ``holder`` (environments about to reset): the previous holder's
+        open episodes end (its ``workers_taken()``), as at its ``close()``."""
+        if workers.holder is not None and workers.holder is not holder:
+            workers.holder.workers_taken()
+        workers.holder = holder
+
+    def release(self, workers: Workers) -> None:
+        """Stop ``workers`` (their holder's open episodes end); the next build or reset starts new ones."""
+        if workers.holder is not None:
+            workers.holder.workers_taken()
+            workers.holder = None
+        for backend, live in list(self._live.items()):
+            if live is workers:
+                del self._live[backend]
+        workers.close()
+
+    def is_live(self, workers: Workers) -> bool:
+        return any(live is workers for live in self._live.values())
+
+
+SHARED = WorkerPool()  # the pool of build_sokoban_envs calls that name none
 
 
 def _amount(value: float) -> float:
@@ -302,42 +377,3 @@ def ray_actor_size(resources: Mapping[str, float], envs_per_actor: int | None, e
                 f"{_amount(amount * envs):g}, but the Ray cluster has {total.get(name, 0):g} in all: the workers "
                 f"could never all start; lower resources_per_worker or add nodes")
     return envs_per_actor
-
-
-def workers_for(backend: str, resources: Mapping[str, float], envs_per_actor: int, max_restarts: int,
-                envs: int) -> Workers:
-    """The process's workers of ``backend`` with these settings, grown to ``envs`` environments;
-    live workers of other settings are released first (their holder's open episodes ended)."""
-    key = (backend, tuple(sorted(resources.items())), envs_per_actor, max_restarts)
-    live = _LIVE.get(backend)
-    if live is not None and live.key != key:
-        release(live)
-        live = None
-    if live is None:
-        live = _LIVE[backend] = BACKENDS[backend](key, envs_per_actor, resources, max_restarts)
-    live.ensure(envs)
-    return live
-
-
-def lease(workers: Workers, holder) -> None:
-    """Give ``workers`` to ``holder`` (a FairSokobanEnvs about to reset): the previous holder's
-    open episodes end, as at its ``close()``."""
-    if workers.holder is not None and workers.holder is not holder:
-        workers.holder.workers_taken()
-    workers.holder = holder
-
-
-def release(workers: Workers) -> None:
-    """Stop ``workers`` (their holder's open episodes end); the next build or reset starts new ones."""
-    if workers.holder is not None:
-        workers.holder.workers_taken()
-        workers.holder = None
-    for backend, live in list(_LIVE.items()):
-        if live is workers:
-            del _LIVE[backend]
-    workers.close()
-
-
-def is_live(workers: Workers) -> bool:
-    return any(live is workers for live in _LIVE.values())
-

@@ -10,10 +10,10 @@ object with the same surface: ``mode``, ``reset() -> (obs_list, info_list)``,
 ``env_num * group_n`` in environment order. Each environment is a
 :class:`sokoban_tools.runtime.env.FairSokobanEnv`, which behaves step for step like the
 original; where they run is :mod:`sokoban_tools.runtime.workers` (Ray actors holding
-several environments each, shared by the training and validation environments of a
-process, restored step-exact when lost). The workers send back positions, and this
-process draws the observations and renders from them, with the environment's own
-:func:`sokoban_tools.runtime.env.render`.
+several environments each, shared by the training and validation environments of one
+:class:`~sokoban_tools.runtime.workers.WorkerPool`, restored step-exact when lost). The
+workers send back positions, and this process draws the observations and renders from
+them, with the environment's own :func:`sokoban_tools.runtime.env.render`.
 
 What differs is where boards come from, decided in the driver process, never in a
 worker (a worker receives a :class:`Board` and nothing else: no seed, solution or
@@ -45,7 +45,6 @@ takes the workers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -53,35 +52,24 @@ from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...records.rows import BoardRow
 from ...rules.board import Board
 from ...records.boards import load_boards
+from ...checks import integer
 from ...runtime.config import FAIRNESS_SETTINGS, DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config  # noqa: F401
 from ...runtime.env import ACTION_CHOICES, MODES, NO_ACTION, is_action, render
 from ...records.episodes import EpisodeRecord, episode_writer
-from ...runtime.recovery import WorkerError, WorkersLost  # noqa: F401 - raised through FairSokobanEnvs
+from ...runtime.recovery import Episode, WorkerError, WorkersLost  # noqa: F401 - raised through FairSokobanEnvs
 from ...runtime.schedule import TrainingSchedule, ValidationSchedule
 from ...runtime import workers as worker_pool
 
 DEFAULT_RESOURCES = MappingProxyType({"num_cpus": 0.1})
 
 
-@dataclass
-class _Episode:
-    """What the driver knows of one environment's current episode."""
-
-    position: int  # the board's position in its file
-    task_id: str
-    update: int
-    board: Board  # where the player and the box are now
-    actions: int = 0
-    total: float = 0.0
-    won: bool = False
-    ended: bool = False
-
-
 class FairSokobanEnvs:
     """The object :func:`build_sokoban_envs` returns; see the module docstring."""
 
-    def __init__(self, rows: list[BoardRow], file_sha256: str, config: RuntimeConfig):
+    def __init__(self, rows: list[BoardRow], file_sha256: str, config: RuntimeConfig,
+                 pool: worker_pool.WorkerPool | None = None):
         self.config = config
+        self._pool = worker_pool.SHARED if pool is None else pool
         self.mode = config.mode
         self.is_train = config.is_train
         self.env_num, self.group_n = config.env_num, config.group_n
@@ -98,7 +86,7 @@ class FairSokobanEnvs:
             self._envs_per_actor = worker_pool.ray_actor_size(config.resources, config.envs_per_actor,
                                                               self.num_processes)
         self._workers: worker_pool.Workers | None = None
-        self._episodes: list[_Episode] = []
+        self._episodes: list[Episode] = []
         self._writer = None if config.episode_log is None else episode_writer(config.episode_log)
         self._finished: list[EpisodeRecord] = []  # only without a log: records are not kept once written
         self._next_label: int | None = None  # label_updates(): the update the next training reset plays
@@ -114,10 +102,10 @@ class FairSokobanEnvs:
         positions, update = self._schedule.next_reset()
         if self.is_train and self._next_label is not None:
             update = self._next_label
-        worker_pool.lease(self._workers, self)
-        boards = [self._rows[p].board for p in positions]
-        self._episodes = [_Episode(p, self._rows[p].task_id, update, board) for p, board in zip(positions, boards)]
-        results = self._workers.reset(boards, [episode.task_id for episode in self._episodes], self.config.max_steps)
+        self._pool.lease(self._workers, self)
+        self._episodes = [Episode(p, self._rows[p].task_id, update, self._rows[p].board, self.config.max_steps)
+                          for p in positions]
+        results = self._workers.reset(self._episodes)
         return self._observations(results), [info for _, info in results]
 
     def step(self, actions):
@@ -155,8 +143,8 @@ class FairSokobanEnvs:
         new workers and carries on exactly where a run without the release would be."""
         self._end_episodes()
         self._episodes = []
-        if self._workers is not None and worker_pool.is_live(self._workers):
-            worker_pool.release(self._workers)
+        if self._workers is not None and self._pool.is_live(self._workers):
+            self._pool.release(self._workers)
         self._workers = None
 
     # --- fairness -----------------------------------------------------------------------------
@@ -164,7 +152,7 @@ class FairSokobanEnvs:
     @property
     def workers(self) -> worker_pool.Workers | None:
         """The live workers this object uses (shared with the other phase), ``None`` once released."""
-        return self._workers if self._workers is not None and worker_pool.is_live(self._workers) else None
+        return self._workers if self._workers is not None and self._pool.is_live(self._workers) else None
 
     @property
     def task_ids(self) -> list[str]:
@@ -176,9 +164,7 @@ class FairSokobanEnvs:
         trainer's step) instead of the sampler's count, which a resumed or dynamically
         sampling trainer does not follow."""
         self._training("label_updates")
-        if isinstance(update, bool) or not isinstance(update, int) or update < 0:
-            raise ValueError(f"update must be a non-negative integer, got {update!r}")
-        self._next_label = update
+        self._next_label = integer("update", update, 0)
 
     def restore_sampler(self, state: dict) -> None:
         """Continue the training draws of a saved :meth:`sampler_state` (a checkpoint's), in
@@ -223,8 +209,7 @@ class FairSokobanEnvs:
         fully played pass not yet ended is ended first (its records stay in the log and in
         :meth:`take_episodes`)."""
         schedule = self._validation("begin_pass")
-        if isinstance(update, bool) or not isinstance(update, int) or update < 0:
-            raise ValueError(f"update must be a non-negative integer, got {update!r}")
+        update = integer("update", update, 0)
         if schedule.chunks_played and schedule.chunks_played == schedule.num_chunks:
             self.end_pass()
         return schedule.begin_pass(update)
@@ -262,8 +247,8 @@ class FairSokobanEnvs:
 
     def _start_workers(self) -> None:
         config = self.config
-        self._workers = worker_pool.workers_for(config.backend, config.resources, self._envs_per_actor,
-                                                config.max_restarts, self.num_processes)
+        self._workers = self._pool.workers(config.backend, config.resources, self._envs_per_actor,
+                                           config.max_restarts, self.num_processes)
 
     def _require_episodes(self, what: str = "step") -> None:
         if not self._episodes or self.workers is None or self._workers.holder is not self:
@@ -277,9 +262,7 @@ class FairSokobanEnvs:
         return [render(episode.board, self.mode) for episode in self._episodes]
 
     def _checked_index(self, env_idx) -> int:
-        if isinstance(env_idx, bool) or not isinstance(env_idx, int) or not 0 <= env_idx < self.num_processes:
-            raise ValueError(f"env_idx must be a worker index 0-{self.num_processes - 1}, got {env_idx!r}")
-        return env_idx
+        return integer("env_idx (a worker index)", env_idx, 0, self.num_processes - 1)
 
     def _checked_actions(self, actions) -> list[int]:
         actions = list(actions)
@@ -294,7 +277,7 @@ class FairSokobanEnvs:
     def _end_episodes(self) -> None:
         self._record([episode for episode in self._episodes if not episode.ended])
 
-    def _record(self, episodes: list[_Episode]) -> None:
+    def _record(self, episodes: list[Episode]) -> None:
         records = []
         for episode in episodes:
             episode.ended = True
@@ -330,6 +313,7 @@ def build_sokoban_envs(
         backend: str = "ray",
         envs_per_actor: int | None = None,
         max_restarts: int = DEFAULT_MAX_RESTARTS,
+        pool: worker_pool.WorkerPool | None = None,
 ) -> FairSokobanEnvs:
     """verl-agent's ``build_sokoban_envs``, fair: see the module docstring.
 
@@ -344,7 +328,9 @@ def build_sokoban_envs(
     continue a training sampler; ``backend``, ``"ray"`` (actors) or ``"local"``
     (in-process); ``envs_per_actor``, environments per Ray actor (default: up to
     32, as many as the largest node can hold); ``max_restarts``, how often a lost
-    actor is restarted and its environments rebuilt before the run fails.
+    actor is restarted and its environments rebuilt before the run fails; ``pool``, the
+    :class:`sokoban_tools.runtime.workers.WorkerPool` whose workers the environments share with
+    the other phase's (default: the process's).
 
     Every argument is checked before a board is read or a worker started
     (``TypeError``/``ValueError`` naming it), and so is the Ray cluster's room.
@@ -354,4 +340,4 @@ def build_sokoban_envs(
         episode_log=episode_log, sampler_state=sampler_state, backend=backend, envs_per_actor=envs_per_actor,
         max_restarts=max_restarts)
     rows, sha256 = load_boards(TRAIN_DATA if is_train else VALIDATION_DATA, dataset_dir, hub_revision)
-    return FairSokobanEnvs(rows, sha256, config)
+    return FairSokobanEnvs(rows, sha256, config, pool)

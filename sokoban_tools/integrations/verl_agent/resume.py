@@ -41,13 +41,11 @@ from ...layout import TRAIN_DATA
 from ...paths import PathError, read_bounded
 from ...records import strict_json
 from ...records.episodes import episode_writer, next_aside_number
-from ...records.manifest import (ManifestError, check_same_run, manifest_from_verl_config, manifest_path,
-                                 merge_costs, read_manifest)
+from ...records.manifest import ManifestError, check_fits, manifest_path, merge_costs, read_manifest
 
 STATE_NAME = "sokoban_fairness.json"  # in global_step_N/
 STATE_FORMAT = "sokoban-fairness checkpoint 1"
 MAX_STATE_BYTES = 1 << 20
-OWN_LOG = "give each run its own trainer.experiment_name or env.fairness_log"
 
 
 class CheckpointStateError(ValueError):
@@ -77,15 +75,13 @@ class FairRun:
         return moved
 
 
-def open_run(config, boards: dict) -> FairRun:
-    """The run of verl-agent's composed ``config`` (its ``env.fairness_log``), its boards read
-    from ``boards`` (:func:`sokoban_tools.records.boards.board_source`): see the module docstring."""
-    env = config.env
-    if env.fairness_log is None:
+def open_run(episode_log: Path | None, manifest: dict | None) -> FairRun:
+    """The run whose records go to ``episode_log`` (``None``: no log) with the run ``manifest``,
+    both checked by ``make_fair_envs``: see the module docstring."""
+    if episode_log is None:
         return FairRun(None, None)
-    log = Path(os.path.abspath(env.fairness_log))
+    log = Path(os.path.abspath(episode_log))
     log.parent.mkdir(parents=True, exist_ok=True)
-    manifest = manifest_from_verl_config(config, method=str(env.fairness_method), boards=boards)
     run = FairRun(log, manifest)
     run.set_aside("torn-line", keep=lambda record: True)
     path = manifest_path(log)
@@ -98,7 +94,7 @@ def open_run(config, boards: dict) -> FairRun:
             print(f"sokoban-fairness: the manifest {path} does not read ({err}); moved it to {side.name} "
                   f"beside it (kept, not deleted) and wrote it again", flush=True)
         else:
-            check_same_run(old, manifest, path, log, OWN_LOG)
+            check_fits(log, manifest)  # another run's is refused
             manifest["costs"] = old["costs"]
     write_atomic(path, json_document(manifest))
     return run

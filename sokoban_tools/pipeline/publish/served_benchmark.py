@@ -18,6 +18,7 @@ from io import StringIO
 from pathlib import Path
 
 from ...layout import ROOT, VALIDATION_DATA
+from ...protocol import DEFAULT_MAX_STEPS
 from ...records.tasks import load_validation
 from ...integrations.served.client import Decoding
 from ...integrations.served.turn import Episode, image_url, request_seed
@@ -37,7 +38,7 @@ def offline_pass(seed: int = 0) -> tuple[float, list[tuple[list[dict], int]], se
     requests, positions = [], set()
     started = time.process_time()
     for row in rows:
-        episode = Episode(row, 15)
+        episode = Episode(row, DEFAULT_MAX_STEPS)
         while not episode.done:
             seed_of_turn = request_seed(seed, row.task_id, episode.turns)
             requests.append((episode.messages(), seed_of_turn))
