@@ -68,7 +68,8 @@ class FairRun:
             merge_costs(self.manifest, entries, str(path))
             write_atomic(path, json_document(self.manifest))
 
-    def set_aside(self, reason: str, keep) -> None:
+    def set_aside(self, reason: str, keep):
+        """Move the records ``keep`` rejects (and a torn line) beside the log, with a notice."""
         moved = self.writer.set_aside(reason, keep)
         if moved is not None:
             print(moved.notice(self.log), flush=True)
