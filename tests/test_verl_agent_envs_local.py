@@ -21,7 +21,8 @@ from sokoban_tools.rules.board import from_lurd
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.records.tasks import load_validation, load_training
-from sokoban_tools.integrations.verl_agent.envs import FAIRNESS_SETTINGS, build_sokoban_envs
+from sokoban_tools.integrations.verl_agent.envs import build_sokoban_envs
+from sokoban_tools.runtime.config import FAIRNESS_SETTINGS
 
 ENV_KWARGS = {"dim_room": [6, 6], "num_boxes": 1, "max_steps": 15, "search_depth": 30}
 

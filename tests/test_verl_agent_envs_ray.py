@@ -27,7 +27,8 @@ from sokoban_tools.runtime.env import FairSokobanEnv, render
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.records.tasks import load_validation, load_training
-from sokoban_tools.integrations.verl_agent.envs import FairSokobanEnvs, WorkersLost, build_sokoban_envs
+from sokoban_tools.integrations.verl_agent.envs import FairSokobanEnvs, build_sokoban_envs
+from sokoban_tools.runtime.recovery import WorkersLost
 from traces import RENDERS, boards_of, load_traces, mismatches
 
 pytestmark = pytest.mark.slow

@@ -48,6 +48,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from ...checks import integer
 from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DEFAULT_MAX_STEPS, DIM_ROOM
 from ...records.boards import load_boards
@@ -71,12 +72,6 @@ def _boards(split: str, dataset_dir: str | None, hub_revision: str | None) -> tu
     return tuple(rows), sha256
 
 
-def _count(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 class SokobanFairnessEnv(gymnasium.Env):
     """The stored boards under verl-agent's rules as a Gymnasium environment; see the module docstring."""
 
@@ -93,14 +88,14 @@ class SokobanFairnessEnv(gymnasium.Env):
             raise ValueError(f"render_mode must be one of {', '.join(self.metadata['render_modes'])} or None, "
                              f"got {render_mode!r}")
         self.split, self.render_mode = split, render_mode
-        self.max_steps = _count("max_steps", max_steps, 1)
-        self.shard_count = _count("shard_count", shard_count, 1)
-        self.shard_index = _count("shard_index", shard_index, 0)
+        self.max_steps = integer("max_steps", max_steps, 1)
+        self.shard_count = integer("shard_count", shard_count, 1)
+        self.shard_index = integer("shard_index", shard_index, 0)
         if self.shard_index >= self.shard_count:
             raise ValueError(f"shard_index must be below shard_count {shard_count}, got {shard_index}")
         self.rows, self.sha256 = _boards(split, None if dataset_dir is None else str(dataset_dir), hub_revision)
-        self.batch_size = len(self.rows) if batch_size is None else _count("batch_size", batch_size, self.shard_count)
-        self.update = _count("update", update, 0)
+        self.batch_size = len(self.rows) if batch_size is None else integer("batch_size", batch_size, self.shard_count)
+        self.update = integer("update", update, 0)
         self.method, self.run = str(method), str(run)
         self.episode_log = None if episode_log is None else Path(episode_log)
         self.observation_space = spaces.Box(0, 255, IMAGE_SHAPE, np.uint8)
@@ -207,6 +202,6 @@ def make_vector(num_envs: int = 1, **kwargs) -> gymnasium.vector.SyncVectorEnv:
     """``gymnasium.make_vec``'s vector of ``num_envs``: environment ``i`` is shard ``i`` of
     ``num_envs`` (see the module docstring)."""
     kwargs.pop("max_episode_steps", None)  # the environment truncates at its own max_steps
-    num_envs = _count("num_envs", num_envs, 1)
+    num_envs = integer("num_envs", num_envs, 1)
     return gymnasium.vector.SyncVectorEnv(
         [partial(SokobanFairnessEnv, shard_index=i, shard_count=num_envs, **kwargs) for i in range(num_envs)])

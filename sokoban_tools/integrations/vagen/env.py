@@ -39,6 +39,7 @@ import numpy as np
 from vagen.envs.sokoban.patch_sokoban_env import PatchedSokobanEnv
 from vagen.envs.sokoban.sokoban_env import Sokoban
 
+from ...checks import integer
 from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DIM_ROOM, NUM_BOXES
 from ...records.boards import load_boards
@@ -58,8 +59,7 @@ def _boards(split: str, dataset_dir: str | None, revision: str | None) -> tuple[
 
 def board_for_seed(split: str, seed, rows) -> int:
     """The position of the board that ``seed`` plays (see the module docstring)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer naming a stored board, got {seed!r}")
+    seed = integer("seed (naming a stored board)", seed, 0)
     if split == "validation":
         if seed >= len(rows):
             raise ValueError(f"seed {seed} names no validation board: seeds 0-{len(rows) - 1} are the "

@@ -53,10 +53,10 @@ from ...records.rows import BoardRow
 from ...rules.board import Board
 from ...records.boards import load_boards
 from ...checks import integer
-from ...runtime.config import FAIRNESS_SETTINGS, DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config  # noqa: F401
+from ...runtime.config import DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config
 from ...runtime.env import ACTION_CHOICES, MODES, NO_ACTION, is_action, render
 from ...records.episodes import EpisodeRecord, episode_writer
-from ...runtime.recovery import Episode, WorkerError, WorkersLost  # noqa: F401 - raised through FairSokobanEnvs
+from ...runtime.recovery import Episode
 from ...runtime.schedule import TrainingSchedule, ValidationSchedule
 from ...runtime import workers as worker_pool
 
