@@ -17,7 +17,7 @@ from typing import Mapping
 from ..checks import integer
 from ..paths import unwritable
 from ..protocol import DEFAULT_MAX_STEPS, DIM_ROOM, NUM_BOXES, SEARCH_DEPTH
-from .env import MODES
+from .env import checked_mode
 
 FAIRNESS_SETTINGS = (
     f"env.sokoban.dim_room=[{DIM_ROOM[0]},{DIM_ROOM[1]}], "
@@ -76,13 +76,11 @@ def runtime_config(seed, env_num, group_n, mode, resources_per_worker, is_train,
             raise ValueError("sampler_state is for training environments; validation uses no sampler")
         if not isinstance(sampler_state, dict):
             raise TypeError(f"sampler_state must be a dict from sampler_state(), got {type(sampler_state).__name__}")
-    if not isinstance(mode, str) or mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
     seed = integer("seed", seed, 0)
     return RuntimeConfig(
-        seed=seed, env_num=integer("env_num", env_num, 1), group_n=integer("group_n", group_n, 1), mode=mode,
+        seed=seed, env_num=integer("env_num", env_num, 1), group_n=integer("group_n", group_n, 1), mode=checked_mode(mode),
         is_train=is_train, max_steps=check_env_kwargs(env_kwargs), resources=check_resources(resources_per_worker),
         backend=backend, envs_per_actor=None if envs_per_actor is None else integer("envs_per_actor", envs_per_actor, 1),
         max_restarts=integer("max_restarts", max_restarts, 0), method=_label("method", method),

@@ -89,6 +89,14 @@ def step_reward(before: Board, after: Board) -> float:
     return reward
 
 
+def checked_mode(mode, name: str = "mode") -> str:
+    """``mode`` if it is one of :data:`MODES`; else a ``ValueError`` naming ``name`` (the one check of a
+    render mode, wherever it arrives: the environment, the builder, verl-agent's ``env.sokoban.mode``)."""
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"{name} must be one of {', '.join(MODES)}; got {mode!r}")
+    return mode
+
+
 def is_action(action) -> bool:
     """An integer (Python or numpy, not bool) in 0-4."""
     integer = isinstance(action, (int, np.integer)) and not isinstance(action, bool)
@@ -122,9 +130,7 @@ def render(board: Board, mode: str):
     Symbols: ``#`` wall, ``_`` floor, ``O`` target, ``√`` box on target, ``X`` box,
     ``P`` player, ``S`` player on target. Arrays and lists are new on every call.
     """
-    if mode not in MODES:
-        raise ValueError(f"render mode must be one of {', '.join(MODES)}; got {mode!r}")
-    drawn = _drawn(board, mode)
+    drawn = _drawn(board, checked_mode(mode, "render mode"))
     if mode == "list":
         return list(drawn)
     return drawn.copy() if isinstance(drawn, np.ndarray) else drawn
@@ -158,9 +164,7 @@ class FairSokobanEnv:
     """
 
     def __init__(self, mode: str = "rgb_array", max_steps: int = DEFAULT_MAX_STEPS):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-        self.mode = mode
+        self.mode = checked_mode(mode)
         self.max_steps = integer("max_steps", max_steps, 1)
         self._board: Board | None = None
         self._steps = 0

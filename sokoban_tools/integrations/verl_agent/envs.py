@@ -54,7 +54,7 @@ from ...rules.board import Board
 from ...records.boards import load_boards
 from ...checks import integer
 from ...runtime.config import DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config
-from ...runtime.env import ACTION_CHOICES, MODES, NO_ACTION, is_action, render
+from ...runtime.env import ACTION_CHOICES, NO_ACTION, checked_mode, is_action, render
 from ...records.episodes import EpisodeRecord, episode_writer
 from ...runtime.recovery import Episode
 from ...runtime.schedule import TrainingSchedule, ValidationSchedule
@@ -129,8 +129,7 @@ class FairSokobanEnvs:
 
     def render(self, mode: str = "rgb_array", env_idx: int | None = None):
         """Every environment's current position in ``mode`` (a list), or environment ``env_idx``'s alone."""
-        if mode not in MODES:
-            raise ValueError(f"render mode must be one of {', '.join(MODES)}; got {mode!r}")
+        checked_mode(mode, "render mode")  # before the state check: a wrong mode is wrong in any state
         self._require_episodes("render")
         if env_idx is None:
             return [render(episode.board, mode) for episode in self._episodes]

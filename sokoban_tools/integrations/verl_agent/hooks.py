@@ -42,7 +42,7 @@ from ...paths import unwritable
 from ...records.boards import board_file, board_source
 from ...checks import integer
 from ...runtime.config import DEFAULT_MAX_RESTARTS, runtime_config
-from ...runtime.env import MODES
+from ...runtime.env import checked_mode
 from ...runtime.projection import sokoban_projection
 from ...runtime.workers import WorkerPool
 from .envs import FairSokobanEnvs, build_sokoban_envs
@@ -110,11 +110,8 @@ def check_fair_config(config, resources_per_worker) -> FairConfig:
     batch = integer("data.train_batch_size", config.data.train_batch_size, 1)
     group_n = max(integer("env.rollout.n", env.rollout.n, 0), 1)
     validation_envs = validation_workers(config.data.val_batch_size)
-    if env.sokoban.mode not in MODES:
-        raise ValueError(f"env.sokoban.mode must be one of {', '.join(MODES)} (what the environments show), "
-                         f"got {env.sokoban.mode!r}")
     common = {
-        "mode": env.sokoban.mode,
+        "mode": checked_mode(env.sokoban.mode, "env.sokoban.mode"),
         "resources_per_worker": resources_per_worker,
         "env_kwargs": {"dim_room": list(env.sokoban.dim_room), "num_boxes": env.sokoban.num_boxes,
                        "max_steps": env.max_steps, "search_depth": env.sokoban.search_depth},
