@@ -162,7 +162,9 @@ REFUSED = [("missing", [{"delete": STATE}], [], "missing"),
            ("other-seed", [], ["env.seed=7"], "seed"),
            ("other-release", [{"edit": STATE, "key": ["train_sha256"], "value": "1" * 64}], [],
             "another dataset release"),
-           ("other-step", [{"edit": STATE, "key": ["update"], "value": 2}], [], "copied from another checkpoint")]
+           ("other-step", [{"edit": STATE, "key": ["update"], "value": 2}], [], "copied from another checkpoint"),
+           ("update-not-a-number", [{"edit": STATE, "key": ["update"], "value": "4"}], [],
+            "copied from another checkpoint")]
 
 
 def test_a_checkpoint_with_a_missing_tampered_or_foreign_sampler_state_is_refused_naming_it_and_a_torn_manifest_is_set_aside(
@@ -186,3 +188,28 @@ def test_a_checkpoint_with_a_missing_tampered_or_foreign_sampler_state_is_refuse
     [kept] = [p for p in path.parent.iterdir() if p.name.endswith(".torn-manifest.manifest.json")]
     assert len(kept.read_text()) == 100
     assert read_manifest(path)["costs"]["gen"]["value"] == 4 * 1.0  # the restarted run's four steps only
+
+
+def test_without_validation_first_a_resumed_run_keeps_the_pass_its_checkpoint_followed(tree, tmp_path):
+    """With trainer.val_before_train=False nothing plays the checkpoint's pass again, so it stays in the
+    log: killed in the step after checkpoint 2, the resumed run's log is the uninterrupted run's."""
+    config = CHECKPOINTS + ["trainer.val_before_train=False"]
+    reference, _, final = drive(tree, tmp_path, [{"folder": "reference", "overrides": config},
+                                                 {"folder": "killed", "overrides": config, "kill": ["rollout", 40]},
+                                                 {"folder": "killed", "overrides": config}])
+    assert reference["exit"] == 0 and final["exit"] == 0, final["error"]
+    assert final["log"] == reference["log"]
+    [schedule] = score([tmp_path / "killed" / "checkpoints" / "episodes.jsonl"])["schedule"]
+    assert schedule["missing"] == schedule["unexpected"] == []
+
+
+def test_a_restart_from_step_0_spends_from_zero_even_when_the_old_log_is_gone(tree, tmp_path):
+    """The previous run's costs are kept beside the log, not carried into the new run's manifest."""
+    first, again = drive(tree, tmp_path, [{"folder": "a", "overrides": NO_CHECKPOINTS},
+                                          {"folder": "a", "overrides": NO_CHECKPOINTS,
+                                           "prepare": [{"delete": "checkpoints/episodes.jsonl"}]}])
+    assert first["exit"] == again["exit"] == 0
+    log = tmp_path / "a" / "checkpoints" / "episodes.jsonl"
+    assert read_manifest(manifest_path(log))["costs"]["gen"]["value"] == 4 * 1.0  # four steps, not eight
+    [kept] = [p for p in log.parent.iterdir() if p.name.endswith(".restart.manifest.json")]
+    assert json.loads(kept.read_text())["costs"]["gen"]["value"] == 4 * 1.0

@@ -16,7 +16,8 @@ episode log is written again. The patched trainer calls, one function each:
   release, is refused naming the file and the way out;
 * :func:`begin_run` from ``fit`` once the checkpoint is loaded: resumed from step N, the
   records the run writes again (validation at updates >= N, among them a pass the kill
-  interrupted, and training at updates > N) move to a side file beside the log; started
+  interrupted, or > N when the run does not validate first, ``trainer.val_before_train=false``;
+  training at updates > N) move to a side file beside the log; started
   from step 0 over a log that holds records, all of them move (and the manifest's costs
   start again, the old manifest kept beside them), so a re-run in the same folder is a
   new run, never a second copy in one log. Nothing is deleted; each move prints one line;
@@ -140,7 +141,8 @@ def restore_checkpoint_state(envs, folder: Path | str) -> None:
     if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise CheckpointStateError(f"{path}: format {found!r}, expected {STATE_FORMAT!r}; {way_out}")
-    if str(state.get("update")) != step:
+    update = state.get("update")
+    if isinstance(update, bool) or not isinstance(update, int) or str(update) != step:
         raise CheckpointStateError(f"{path}: holds the state of update {state.get('update')!r}, but the checkpoint "
                                    f"is of step {step}: it was copied from another checkpoint; {way_out}")
     published = PUBLISHED_FILES[TRAIN_DATA]["sha256"]
@@ -164,18 +166,24 @@ def begin_run(envs, global_steps: int) -> None:
         return
     if global_steps == 0:
         moved = run.set_aside("restart", keep=lambda record: False)
-        if moved is not None:
-            old = manifest_path(run.log)
-            side = moved.path.with_name(moved.path.name.removesuffix(".jsonl") + ".manifest.json")
+        if moved is not None or run.manifest["costs"]:  # a new run spends from zero
+            side = (moved.path.with_name(moved.path.name.removesuffix(".jsonl") + ".manifest.json") if moved
+                    else run.log.with_name(f"{run.log.name}.aside-{next_aside_number(run.log)}.restart.manifest.json"))
             write_atomic(side, json_document(run.manifest))  # its costs, beside the records they bought
+            print(f"sokoban-fairness: the costs of the run before this restart are kept in {side.name}; "
+                  f"this run's start from zero", flush=True)
             run.manifest["costs"] = {}
-            write_atomic(old, json_document(run.manifest))
+            write_atomic(manifest_path(run.log), json_document(run.manifest))
         return
     if run.restored != global_steps:
         raise RuntimeError(f"the trainer resumed at step {global_steps}, but no sokoban-fairness checkpoint state "
                            f"was restored for it (restore_checkpoint_state); apply the whole patch")
+    # The pass at the checkpoint's own update finished before the checkpoint was saved; it is
+    # played again only when the resumed run validates first (trainer.val_before_train).
+    revalidates = run.manifest["settings"]["evaluation.before_training"] is not False
+    last_validation_kept = global_steps - 1 if revalidates else global_steps
     run.set_aside(f"resume-from-{global_steps}",
-                  keep=lambda r: r.update < global_steps if r.phase == "validation" else r.update <= global_steps)
+                  keep=lambda r: r.update <= (last_validation_kept if r.phase == "validation" else global_steps))
 
 
 def end_run(envs) -> None:
