@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -54,3 +56,25 @@ def test_a_damaged_second_line_is_refused_with_file_and_line(tmp_path, damage, m
     log.write_text(line + "\n" + damage(line))
     with pytest.raises(DataError, match=rf"episodes\.jsonl:2: .*{message}.*repair or remove"):
         read_episodes(log)
+
+
+SHORT_WRITE = """
+import resource, sys
+from sokoban_tools.records.episodes import EpisodeRecord, append_episodes
+resource.setrlimit(resource.RLIMIT_FSIZE, (500, resource.RLIM_INFINITY))  # a disk that fills at 500 bytes
+records = [EpisodeRecord("GRPO", "seed-1", "training", 1, f"train-{i:05d}", False, 15, -1.5, None) for i in range(10)]
+try:
+    append_episodes(sys.argv[1], records)
+except OSError as err:
+    print("refused:", err)
+else:
+    print("written")
+"""
+
+
+def test_a_write_the_disk_cuts_short_is_an_error_not_records_reported_written(tmp_path):
+    log = tmp_path / "episodes.jsonl"
+    done = subprocess.run([sys.executable, "-c", SHORT_WRITE, str(log)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith(f"refused: the episode log {log}: only 500 of "), done.stdout + done.stderr
+    assert "its torn last line is then set aside" in done.stdout
+    assert log.stat().st_size == 500

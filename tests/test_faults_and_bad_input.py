@@ -91,6 +91,8 @@ BAD_SETTINGS = [
     ({"data.val_batch_size": 0}, "data.val_batch_size (or null) must be a positive integer, got 0"),
     ({"env.max_steps": 0}, "max_steps (env.max_steps) must be a positive integer, got 0"),
     ({"env.sokoban.mode": "human"}, "env.sokoban.mode must be one of"),
+    ({"env.sokoban.dim_room": 6}, "dim_room=6 is not a setting of the stored boards"),
+    ({"env.sokoban.dim_room": None}, "dim_room=None is not a setting of the stored boards"),
     ({"env.fairness_method": None}, "env.fairness_method labels every episode record"),
     ({"env.fairness_run": None}, "env.fairness_run labels every episode record"),
     ({"env.fairness_run": ""}, "env.fairness_run labels every episode record"),

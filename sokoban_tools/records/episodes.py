@@ -129,11 +129,29 @@ def append_episodes(path: Path | str, records: Iterable[EpisodeRecord]) -> int:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ValueError(f"the episode log {path} is not a regular file (a FIFO, socket or device); "
                              f"give a file")
-        os.write(fd, lines.encode("utf-8"))
+        _write_all(fd, lines.encode("utf-8"), path)
         os.fsync(fd)
     finally:
         os.close(fd)
     return lines.count("\n")
+
+
+def _write_all(fd: int, data: bytes, path) -> None:
+    """Every byte of ``data``, or an ``OSError`` saying how much reached the log: ``os.write``
+    may write part of it (a full disk, a file size limit) and say so only by its count."""
+    written = 0
+    while written < len(data):
+        try:
+            count = os.write(fd, data[written:])
+        except OSError as err:
+            count, reason = 0, err.strerror
+        else:
+            reason = "nothing more could be written"
+        if not count:
+            raise OSError(f"the episode log {path}: only {written:,} of {len(data):,} bytes were written "
+                          f"({reason}); free space (or raise the file size limit) and start the run again: "
+                          f"its torn last line is then set aside, not kept")
+        written += count
 
 
 class EpisodeWriter:

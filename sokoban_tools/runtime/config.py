@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..checks import integer
 from ..paths import unwritable
@@ -117,7 +117,8 @@ def check_env_kwargs(env_kwargs) -> int:
     for key, value in wanted.items():
         given = env_kwargs.get(key, value)
         # dim_room comes as a list, a tuple or the trainer config's list type
-        comparable = tuple(given) if key == "dim_room" and not isinstance(given, (str, bytes, int)) else given
+        comparable = tuple(given) if key == "dim_room" and isinstance(given, Sequence) and not isinstance(given, str) \
+            else given
         if comparable != value:
             raise ValueError(f"env_kwargs {key}={given!r} is not a setting of the stored boards: the fairness "
                              f"boards need {FAIRNESS_SETTINGS} (set them in the trainer's config)")

@@ -113,7 +113,7 @@ def check_fair_config(config, resources_per_worker) -> FairConfig:
     common = {
         "mode": checked_mode(env.sokoban.mode, "env.sokoban.mode"),
         "resources_per_worker": resources_per_worker,
-        "env_kwargs": {"dim_room": list(env.sokoban.dim_room), "num_boxes": env.sokoban.num_boxes,
+        "env_kwargs": {"dim_room": env.sokoban.dim_room, "num_boxes": env.sokoban.num_boxes,
                        "max_steps": env.max_steps, "search_depth": env.sokoban.search_depth},
         "dataset_dir": boards,
         "hub_revision": revision,
