@@ -78,3 +78,4 @@ def write_atomic(path: Path | str, data: bytes) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+    sync_directory(path.parent)  # the rename itself survives a power cut

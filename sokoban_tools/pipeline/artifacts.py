@@ -78,8 +78,7 @@ def write_set(files: dict[Path, bytes], command: str) -> None:
             temps[path] = write_temp(path, data)
         journal = json_document({"command": command, "files": [str(path) for path in files]})
         for directory in directories:
-            write_atomic(directory / JOURNAL, journal)
-            sync_directory(directory)
+            write_atomic(directory / JOURNAL, journal)  # durable before any rename (write_atomic syncs)
         for path, tmp in temps.items():
             os.replace(tmp, path)
             renamed += 1

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..checks import problem
-from ..files import sync_directory, write_atomic
+from ..files import write_atomic
 from ..paths import read_bounded
 from . import strict_json
 from .rows import DataError
@@ -265,7 +265,6 @@ def set_aside(path: Path | str, reason: str, keep=lambda record: False) -> SetAs
     side = path.with_name(f"{path.name}{ASIDE}{next_aside_number(path)}.{reason}.jsonl")
     write_atomic(side, "".join(line + "\n" for line in moved + ([torn] if torn else [])).encode("utf-8"))
     write_atomic(path, "".join(line + "\n" for line in kept).encode("utf-8"))
-    sync_directory(path.parent)
     return SetAside(side, reason, len(moved), bool(torn))
 
 
