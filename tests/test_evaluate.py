@@ -205,8 +205,21 @@ def test_a_run_killed_at_a_random_point_resumes_to_the_records_of_a_clean_run(tm
         handle.write(b'{"method":"loopback-vl","run":"se')
     with LoopbackServer(Script("random", keep=False)) as server:
         code, _, err = evaluate(capsys, server.base_url, killed, "--boards", str(boards), "--resume")
-    assert code == 0 and "dropped a last line" in err and server.requests == 0
+    assert code == 0 and "moved 0 record(s) and a torn last line" in err and server.requests == 0
     assert outcomes(killed) == outcomes(clean)
+    [aside] = [path for path in tmp_path.iterdir() if path.name.startswith(killed.name + ".aside-")]
+    assert aside.read_bytes() == b'{"method":"loopback-vl","run":"se\n'  # kept, not deleted
+
+
+def test_resume_refuses_a_damaged_log_before_changing_a_byte_of_it(tmp_path, capsys):
+    log = tmp_path / "not-a-log.jsonl"
+    log.write_bytes(b"line one\n\xff\xfe binary without a final newline")
+    before = log.read_bytes()
+    with LoopbackServer(Script("random", keep=False)) as server:
+        code, _, err = evaluate(capsys, server.base_url, log, "--boards", "2", "--resume")
+        assert server.requests == 0
+    assert code == 1 and err.startswith("error: ") and str(log) in err
+    assert log.read_bytes() == before and sorted(tmp_path.iterdir()) == [log]
 
 
 def test_429_and_5xx_bursts_and_timeouts_are_retried_and_change_no_record(tmp_path, capsys):

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import REPO
 from sokoban_tools.evaluation import compare
+from sokoban_tools.records.episodes import EpisodeRecord
 from sokoban_tools.records.manifest import (ENVIRONMENT, SETTINGS, ManifestError, add_costs,
                                                costs_from_verl_metrics, environment_settings,
                                                manifest_from_verl_config, manifest_path, new_manifest,
@@ -170,9 +171,23 @@ def test_a_manifest_is_written_once_per_run_beside_its_log(tmp_path):
     add_costs(log, {"gen": ("GPU-seconds", 5.0)})
     assert write_manifest(log, manifest) == manifest_path(log)  # the same run again: kept, costs too
     assert read_manifest(manifest_path(log))["costs"] == {"gen": {"unit": "GPU-seconds", "value": 5.0}}
+    log.write_text(EpisodeRecord("GRPO", "seed-1", "training", 1, "train-00000", False, 15, -1.5, None).to_line() + "\n")
     with pytest.raises(ManifestError, match=r"another settings \(action_horizon\).*its own episode log"):
         write_manifest(log, new_manifest("GRPO", example_settings(action_horizon=30)))
-    assert [p.name for p in tmp_path.iterdir()] == ["episodes.jsonl.manifest.json"]  # no temporaries left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.jsonl", "episodes.jsonl.manifest.json"]
+
+
+def test_another_runs_manifest_beside_no_record_is_replaced_so_the_corrected_run_starts(tmp_path):
+    """A run that stopped before its first record (a wrong option) leaves a manifest that describes
+    nothing: the corrected run's replaces it, where one beside records would be refused."""
+    log = tmp_path / "episodes.jsonl"
+    write_manifest(log, new_manifest("GRPO", example_settings(action_horizon=30)))
+    corrected = new_manifest("GRPO", example_settings())
+    write_manifest(log, corrected)
+    assert read_manifest(manifest_path(log)) == corrected
+    manifest_path(log).write_text("{torn")
+    write_manifest(log, corrected)
+    assert read_manifest(manifest_path(log)) == corrected
 
 
 def test_the_trainers_timing_metrics_become_cost_entries_that_add_up(tmp_path):

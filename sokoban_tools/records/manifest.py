@@ -41,6 +41,7 @@ Standard library only.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -322,9 +323,17 @@ def read_manifest(path: Path | str) -> dict:
 def write_manifest(log: Path | str, manifest: dict) -> Path:
     """Write ``manifest`` beside the episode log ``log``, once per run: a manifest
     already there is kept (with its costs) if it records the same method and
-    settings, refused if it does not, since the log would mix runs of other settings."""
+    settings, refused if it does not, since the log would mix runs of other settings.
+    Beside a log that holds no record yet (a run that stopped before its first), another
+    run's manifest describes nothing and is replaced, so the corrected run can start."""
     path = manifest_path(log)
-    if not check_fits(log, manifest):
+    try:
+        fits = check_fits(log, manifest)
+    except ManifestError:
+        if os.path.isfile(log) and os.path.getsize(log) > 0:
+            raise
+        fits = False  # another run's (or an unreadable) manifest beside no record: it describes nothing
+    if not fits:
         write_atomic(path, json_document(manifest))
     return path
 

@@ -35,7 +35,7 @@ from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...paths import PathError
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
-from ...records.episodes import EpisodeRecord, append_episodes, read_episodes
+from ...records.episodes import EpisodeRecord, append_episodes, read_episodes, set_aside
 from ...files import json_document, write_atomic
 from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, new_manifest,
                                  read_manifest, write_manifest)
@@ -189,11 +189,14 @@ def record_manifest(log: Path, manifest: dict) -> None:
 
 def finished_boards(log: Path, args, rows: list[BoardRow], sha256: str) -> dict[str, EpisodeRecord]:
     """The records this evaluation already holds in ``log`` (with ``--resume``), checked; a
-    last line cut by a kill is dropped. Without ``--resume`` any such record stops the run."""
+    last line cut by a kill is set aside beside the log (its board is played again), once
+    every complete line has been checked. Without ``--resume`` any such record stops the run."""
     if not log.exists():
         return {}
     if args.resume:
-        _drop_cut_line(log)
+        moved = set_aside(log, "torn-line", keep=lambda record: True)
+        if moved is not None:
+            print(f"{moved.notice(log)}; its board is played again", file=sys.stderr)
     records = read_episodes(log)
     mine = [r for r in records if (r.phase, r.method, r.run, r.update) ==
             ("validation", args.method, args.run, args.update)]
@@ -215,15 +218,6 @@ def finished_boards(log: Path, args, rows: list[BoardRow], sha256: str) -> dict[
                        f"give this evaluation another --log")
         held[record.task_id] = record
     return held
-
-
-def _drop_cut_line(log: Path) -> None:
-    data = log.read_bytes()
-    if data and not data.endswith(b"\n"):
-        keep = data.rfind(b"\n") + 1
-        os.truncate(log, keep)
-        print(f"{log}: dropped a last line cut short by an interrupted write ({len(data) - keep} bytes); "
-              f"its board is played again", file=sys.stderr)
 
 
 class Evaluation:
