@@ -163,6 +163,19 @@ def test_vagens_evaluator_plays_every_board_once_the_shortest_path_player_wins_a
     assert again.returncode == 1 and "already holds a validation pass" in again.stderr
     assert len(read_episodes(log)) == 256
 
+    # another model's episodes are never logged from this model's dump, and a relative dump folder,
+    # which VAGEN would resolve inside the installed package, is refused
+    for overrides, refusal in ((["backends.openai.model=another", f"experiment.dump_dir={tmp_path / 'rollouts'}"],
+                                "holds the rollouts of"),
+                               (["backends.openai.model=scripted", "experiment.dump_dir=runs/rollouts"],
+                                "inside the installed package")):
+        other = tmp_path / "other.jsonl"
+        refused = subprocess.run([sys.executable, "-m", "sokoban_tools", "vagen", "log", "--episode-log", str(other),
+                                  "--run", "2", *overrides], cwd=tmp_path, env=subprocess_env(vagen),
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 1 and refusal in refused.stderr and "Traceback" not in refused.stderr
+        assert not other.exists() and not manifest_path(other).exists()
+
     # a dump holding a board twice, or an episode that ended in a model error, is refused by path
     from sokoban_tools.integrations.vagen.rollouts import records_from_dump
     from sokoban_tools.records.rows import DataError
@@ -178,6 +191,10 @@ def test_vagens_evaluator_plays_every_board_once_the_shortest_path_player_wins_a
     (folders[5] / "metrics.json").write_text(json.dumps({**metrics, "finish_reason": "model_error"}))
     with pytest.raises(DataError, match=r"metrics.json: the episode ended with 'model_error'.*run.resume=skip_completed"):
         records_from_dump(tag, "m", "r")
+    for damaged in ({key: value for key, value in metrics.items() if key != "cumulative_reward"}, [metrics]):
+        (folders[5] / "metrics.json").write_text(json.dumps(damaged))
+        with pytest.raises(DataError, match=r"metrics.json: not the metrics VAGEN writes for an episode"):
+            records_from_dump(tag, "m", "r")
 
 
 PROBE = r"""

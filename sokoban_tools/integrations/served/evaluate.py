@@ -96,6 +96,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+MAX_WAIT = 86_400  # seconds: past this a wait is no setting but a typo (and inf overflows the clock)
+
+
 def check_options(p: argparse.ArgumentParser, args) -> None:
     for name, low in (("update", 0), ("boards", 1), ("max_tokens", 1), ("max_steps", 1), ("max_prompt_length", 1),
                       ("concurrency", 1), ("retries", 0)):
@@ -103,8 +106,8 @@ def check_options(p: argparse.ArgumentParser, args) -> None:
         if value is not None and value < low:
             p.error(f"--{name.replace('_', '-')} must be at least {low}, got {value}")
     for name in ("timeout", "backoff"):
-        if not getattr(args, name) > 0:
-            p.error(f"--{name} must be a positive number of seconds")
+        if not 0 < getattr(args, name) <= MAX_WAIT:
+            p.error(f"--{name} must be a positive number of seconds, at most {MAX_WAIT:,} (a day)")
     if not 0 <= args.temperature or not 0 < args.top_p <= 1 or (args.top_k < 1 and args.top_k != -1):
         p.error("decoding: --temperature >= 0, 0 < --top-p <= 1, --top-k -1 (off) or >= 1")
     if args.boards is not None and args.boards > VALIDATION_SIZE:

@@ -18,7 +18,9 @@ import os
 import sys
 from pathlib import Path
 
+from ...files import json_document, write_atomic
 from ...protocol import VALIDATION_SIZE
+from ...records import strict_json
 from ...records.episodes import append_episodes, read_episodes
 from ...records.manifest import write_manifest
 from ...records.rows import DataError
@@ -39,6 +41,25 @@ def effective_config(config: Path, overrides: list[str]) -> tuple[dict, Path]:
     cfg = OmegaConf.to_container(_load_config(str(config), overrides), resolve=True)
     cfg = _resolve_paths_in_config(cfg, base_dir)
     return cfg, Path(_resolve_dump_dir(cfg, base_dir))
+
+
+OWNER = "sokoban_fairness_owner.json"  # in the tag folder: the backend and model whose rollouts it holds
+
+
+def claim_dump(tag_dir: Path, cfg: dict, backend: str, evaluating: bool) -> None:
+    """Refuse a dump folder that holds another model's rollouts: VAGEN's ``skip_completed``
+    resume skips an (env, seed, tag) done by any model, so a second model evaluated into the
+    same folder would be logged with the first one's episodes. ``evaluate`` claims the folder."""
+    settings = (cfg.get("backends") or {}).get(backend) or {}
+    owner = {"backend": backend, "model": settings.get("model"), "base_url": settings.get("base_url")}
+    path = tag_dir / OWNER
+    if path.is_file():
+        found = strict_json.loads(path.read_text(encoding="utf-8"))
+        if found != owner:
+            raise DataError(f"{tag_dir}: holds the rollouts of {found}, not of {owner}: VAGEN would skip the boards "
+                            f"they played; give this evaluation its own experiment.dump_dir")
+    elif evaluating:
+        write_atomic(path, json_document(owner))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,6 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as err:
         print(f"error: {NO_VAGEN.format(err)}", file=sys.stderr)
         return 1
+    except Exception as err:  # OmegaConf's and YAML's own errors: a config or override that does not parse
+        print(f"error: {args.config} with the overrides {args.overrides} does not compose: "
+              f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}", file=sys.stderr)
+        return 1
+    if dump_dir.resolve().is_relative_to(EVAL_CONFIG.parent.resolve()):
+        print(f"error: experiment.dump_dir resolves to {dump_dir}, inside the installed package: VAGEN resolves a "
+              f"relative path against the config's folder; give an absolute path "
+              f"(experiment.dump_dir=$PWD/runs/vagen-rollouts)", file=sys.stderr)
+        return 1
     try:
         spec = fairness_spec(cfg)
         backend = str((cfg.get("run") or {}).get("backend", "openai")).lower()
@@ -83,9 +113,10 @@ def main(argv: list[str] | None = None) -> int:
                                              for r in read_episodes(args.episode_log)):
             raise DataError(f"{args.episode_log}: already holds a validation pass of method {method!r}, run "
                             f"{args.run!r} at update {args.update}; give another --run or another log")
+        tag_dir = dump_dir / f"tag_{spec['tag_id']}"
+        claim_dump(tag_dir, cfg, backend, args.action == "evaluate")
         args.episode_log.parent.mkdir(parents=True, exist_ok=True)
         write_manifest(args.episode_log, manifest)
-        tag_dir = dump_dir / f"tag_{spec['tag_id']}"
         if args.action == "evaluate":
             register()
             from vagen.evaluate import run_eval

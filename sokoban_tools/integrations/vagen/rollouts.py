@@ -119,6 +119,22 @@ def rollout_folders(tag_dir: Path) -> list[Path]:
     return sorted(path for path in tag_dir.iterdir() if path.is_dir())
 
 
+def _record_of(path: Path, metrics, method: str, run: str, update: int, rerun: str) -> tuple[int, EpisodeRecord]:
+    """The board position and the record of one rollout's ``metrics.json``."""
+    if metrics.get("finish_reason") not in FINISHED:
+        raise DataError(f"{path}: the episode ended with {metrics.get('finish_reason')!r}, not "
+                        f"{' or '.join(FINISHED)}; {rerun}")
+    infos = metrics.get("infos") or [{}]
+    start = infos[0]
+    if start.get("split") != "validation" or "task_id" not in start:
+        raise DataError(f"{path}: not an episode of {ENV_NAME}'s validation boards (its reset info has no "
+                        f"task_id, or another split); give the tag folder of the {ENV_NAME} env spec")
+    actions = sum(int(info.get("actions_taken", 0)) for info in infos[1:])
+    return int(start["board"]), EpisodeRecord(method, run, "validation", update, start["task_id"],
+                                              bool(metrics["success"]), actions,
+                                              float(metrics["cumulative_reward"]), start["file_sha256"])
+
+
 def records_from_dump(tag_dir: Path | str, method: str, run: str, update: int = 0) -> list[EpisodeRecord]:
     """One validation record per rollout of ``tag_dir``, in board order; refuses a rollout without
     metrics, one that ended in an error, one not of :class:`.env.FairSokoban`'s validation boards,
@@ -134,20 +150,13 @@ def records_from_dump(tag_dir: Path | str, method: str, run: str, update: int = 
             metrics = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as err:
             raise DataError(f"{path}: not JSON ({err}); {rerun}") from None
-        if metrics.get("finish_reason") not in FINISHED:
-            raise DataError(f"{path}: the episode ended with {metrics.get('finish_reason')!r}, not "
-                            f"{' or '.join(FINISHED)}; {rerun}")
-        infos = metrics.get("infos") or [{}]
-        start = infos[0]
-        if start.get("split") != "validation" or "task_id" not in start:
-            raise DataError(f"{path}: not an episode of {ENV_NAME}'s validation boards (its reset info has no "
-                            f"task_id, or another split); give the tag folder of the {ENV_NAME} env spec")
-        actions = sum(int(info.get("actions_taken", 0)) for info in infos[1:])
-        record = EpisodeRecord(method, run, "validation", update, start["task_id"], bool(metrics["success"]),
-                               actions, float(metrics["cumulative_reward"]), start["file_sha256"])
-        board = int(start["board"])
+        try:
+            board, record = _record_of(path, metrics, method, run, update, rerun)
+        except (KeyError, TypeError, AttributeError) as err:  # ValueError: our own refusals, kept as they are
+            raise DataError(f"{path}: not the metrics VAGEN writes for an episode (missing or wrong {err}); "
+                            f"{rerun}") from None
         if board in by_board:
-            raise DataError(f"{path}: board {start['task_id']} was played already, in {by_board[board][0]}: "
+            raise DataError(f"{path}: board {record.task_id} was played already, in {by_board[board][0]}: "
                             f"the folder holds more than one pass; give each run its own experiment.dump_dir "
                             f"(run.resume=off keeps earlier rollouts)")
         by_board[board] = (folder, record)
