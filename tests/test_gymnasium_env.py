@@ -152,14 +152,15 @@ def exact_interval(probabilities: list[float], tail: float = 5e-4) -> tuple[int,
 
 def test_a_random_policy_on_16_vectorised_environments_plays_each_board_once_within_its_exact_baseline(
         gymnasium, tmp_path):
-    envs = gymnasium.make_vec(ID, num_envs=16, split="validation")
+    log = tmp_path / "vector.jsonl"
+    envs = gymnasium.make_vec(ID, num_envs=16, split="validation", episode_log=log, method="random", trained=False)
     assert envs.num_envs == 16 and envs.single_observation_space.shape == (96, 96, 3)
     envs.action_space.seed(2024)
     obs, info = envs.reset(seed=0)
     played = [[] for _ in range(16)]  # (task, won) of each environment's episodes
     tasks = list(info["task_id"])
     starting = np.zeros(16, dtype=bool)  # the step after an episode's end resets it (next-step autoreset)
-    while min(map(len, played)) < 16:
+    while min(map(len, played)) < 17:  # each plays on past its share of the pass
         obs, reward, terminated, truncated, info = envs.step(envs.action_space.sample())
         for i in range(16):
             if starting[i]:
@@ -174,6 +175,11 @@ def test_a_random_policy_on_16_vectorised_environments_plays_each_board_once_wit
     wins = sum(won for _, won in first_pass)
     assert low <= wins <= high, (wins, low, high)
     assert 30 < low < high < 75  # the interval is about the baseline's 19.4% of 256
+    # the log holds the pass once, though the environments played on: it scores
+    assert sorted((r.task_id, r.won) for r in read_episodes(log)) == sorted(first_pass)
+    from sokoban_tools.evaluation.score import score
+
+    assert score([log])["groups"][0]["wins"] == wins
 
 
 def test_training_records_and_bad_input(gymnasium, tmp_path):
@@ -196,3 +202,6 @@ def test_training_records_and_bad_input(gymnasium, tmp_path):
         gymnasium.make(ID, split="test")
     with pytest.raises(ValueError, match="unknown keys"):
         gymnasium.make(ID, episode_log=tmp_path / "x.jsonl", settings={"learning_rate": 3e-4})
+    with pytest.raises(ValueError, match=r"\['action_horizon', 'reward.solved'\] are what this environment plays"):
+        gymnasium.make(ID, episode_log=tmp_path / "x.jsonl", settings={"action_horizon": 99, "reward.solved": 1.0})
+    assert not manifest_path(tmp_path / "x.jsonl").exists()

@@ -107,6 +107,7 @@ class SokobanFairnessEnv(gymnasium.Env):
         self._next = self.shard_index  # the next validation board
         self._row: BoardRow | None = None
         self._over = True
+        self._logged: set[tuple[int, str]] = set()  # (update, board) of the validation records written
         if self.episode_log is not None:
             self.episode_log.parent.mkdir(parents=True, exist_ok=True)
             write_manifest(self.episode_log, self.manifest(settings or {}, trained))
@@ -117,10 +118,14 @@ class SokobanFairnessEnv(gymnasium.Env):
         unknown = [key for key in settings if key not in SETTING]
         if unknown:
             raise ValueError(f"settings: unknown keys {unknown}; use keys of sokoban_tools.records.manifest.SETTINGS")
+        own = {**environment_settings(), "image_processing.observation": "rgb_array",
+               "image_processing.history_length": 0, "action_horizon": self.max_steps}
+        overridden = sorted(key for key in settings if key in own and settings[key] != own[key])
+        if overridden:
+            raise ValueError(f"settings: {overridden} are what this environment plays ({', '.join(f'{k}={own[k]!r}' for k in overridden)}), "
+                             f"not the learner's to state; leave them out (max_steps= sets the horizon)")
         values = {key: None for key in SETTING}
-        values.update(environment_settings())
-        values.update({"image_processing.observation": "rgb_array", "image_processing.history_length": 0,
-                       "action_horizon": self.max_steps})
+        values.update(own)
         values.update(settings)
         notes = {"trainer": "gymnasium", "env_id": ENV_ID, "actions": ACTIONS_NOTE}
         return new_manifest(self.method, values, notes, trained=trained)
@@ -184,6 +189,10 @@ class SokobanFairnessEnv(gymnasium.Env):
         if self.episode_log is None:
             return
         validation = self.split == "validation"
+        if validation:  # a vector plays on past its share of a pass; each board is logged once per update
+            if (self.update, self._row.task_id) in self._logged:
+                return
+            self._logged.add((self.update, self._row.task_id))
         record = EpisodeRecord(self.method, self.run, "validation" if validation else "training",
                                self.update if validation else self._draw, self._row.task_id, won,
                                self._game.num_env_steps, round(self._return, 10),
