@@ -312,3 +312,14 @@ def test_a_server_dying_mid_run_stops_it_and_resume_on_a_new_server_finishes_it(
     assert code == 0, err
     assert outcomes(log) == outcomes(clean)
 
+
+
+def test_a_log_that_cannot_be_written_is_named_before_the_server_is_asked(tmp_path, capsys):
+    (tmp_path / "a file").write_text("")
+    with LoopbackServer(Script("random", keep=False)) as server:
+        with pytest.raises(SystemExit) as stopped:
+            evaluate(capsys, server.base_url, tmp_path / "a file" / "x.jsonl")
+        assert server.requests == 0
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and f"--log {tmp_path / 'a file'}: is a file, but it must be a directory" in err
+    assert "Traceback" not in err and sorted(tmp_path.iterdir()) == [tmp_path / "a file"]

@@ -32,7 +32,7 @@ import PIL
 from sokoban_published import ChecksumError
 
 from ...layout import TRAIN_DATA, VALIDATION_DATA
-from ...paths import PathError
+from ...paths import PathError, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, append_episodes, read_episodes, set_aside
@@ -118,6 +118,9 @@ def check_options(p: argparse.ArgumentParser, args) -> None:
         value = getattr(args, name)
         if value is not None and not value.strip():
             p.error(f"--{name.replace('_', '-')} must not be empty")
+    problem = unwritable(args.log)
+    if problem:
+        p.error(f"--log {problem}")
 
 
 def api_key(args) -> str:
