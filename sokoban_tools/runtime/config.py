@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ..checks import integer
 from ..paths import unwritable
@@ -116,9 +116,13 @@ def check_env_kwargs(env_kwargs) -> int:
     wanted = {"dim_room": DIM_ROOM, "num_boxes": NUM_BOXES, "search_depth": SEARCH_DEPTH}
     for key, value in wanted.items():
         given = env_kwargs.get(key, value)
-        # dim_room comes as a list, a tuple or the trainer config's list type
-        comparable = tuple(given) if key == "dim_room" and isinstance(given, Sequence) and not isinstance(given, str) \
-            else given
+        # dim_room comes as a list, a tuple, a numpy array or the trainer config's list type
+        comparable = given
+        if key == "dim_room" and not isinstance(given, (str, bytes)):
+            try:
+                comparable = tuple(given)
+            except TypeError:  # 6 or None: no pair, refused below by name
+                pass
         if comparable != value:
             raise ValueError(f"env_kwargs {key}={given!r} is not a setting of the stored boards: the fairness "
                              f"boards need {FAIRNESS_SETTINGS} (set them in the trainer's config)")
