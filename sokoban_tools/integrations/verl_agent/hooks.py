@@ -56,13 +56,10 @@ def make_fair_envs(config, manager_class, resources_per_worker) -> tuple:
     ``manager_class`` (verl-agent's ``SokobanEnvironmentManager``) over the fair environments,
     which share one pool of workers."""
     checked = check_fair_config(config, resources_per_worker)
-    env = config.env
     run = open_run(checked.episode_log, checked.manifest)
-    pool = WorkerPool()
-    common = {**checked.common, "pool": pool, "episode_log": run.log}
-    run.training = build_sokoban_envs(env.seed, config.data.train_batch_size, max(env.rollout.n, 1),
-                                      is_train=True, **common)
-    run.validation = build_sokoban_envs(env.seed + 1000, checked.validation_envs, 1, is_train=False, **common)
+    common = {**checked.common, "pool": WorkerPool(), "episode_log": run.log}
+    run.training, run.validation = (build_sokoban_envs(seed, env_num, group_n, is_train=is_train, **common)
+                                    for seed, env_num, group_n, is_train in checked.phases)
     managers = (manager_class(run.training, sokoban_projection, config),
                 manager_class(run.validation, sokoban_projection, config))
     for manager in managers:
@@ -75,7 +72,7 @@ class FairConfig:
     """What :func:`check_fair_config` found right in a composed config."""
 
     common: dict  # build_sokoban_envs's arguments both phases share
-    validation_envs: int
+    phases: tuple  # (seed, env_num, group_n, is_train) of the training phase, then of validation
     episode_log: Path | None
     manifest: dict | None  # the run manifest to write beside the log
 
@@ -120,8 +117,8 @@ def check_fair_config(config, resources_per_worker) -> FairConfig:
         "method": labels["fairness_method"],
         "run": labels["fairness_run"],
     }
-    for phase_seed, env_num, copies, is_train in ((seed, batch, group_n, True),
-                                                  (seed + 1000, validation_envs, 1, False)):
+    phases = ((seed, batch, group_n, True), (seed + 1000, validation_envs, 1, False))
+    for phase_seed, env_num, copies, is_train in phases:
         runtime_config(phase_seed, env_num, copies, common["mode"], resources_per_worker, is_train, common["env_kwargs"],
                        method=common["method"], run=common["run"], episode_log=None, sampler_state=None,
                        backend="ray", envs_per_actor=None, max_restarts=DEFAULT_MAX_RESTARTS)
@@ -133,7 +130,7 @@ def check_fair_config(config, resources_per_worker) -> FairConfig:
         manifest = manifest_from_verl_config(config, method=labels["fairness_method"],
                                              boards=board_source(boards, revision))
         check_fits(episode_log, manifest, torn_ok=True)  # a torn one is set aside by open_run
-    return FairConfig(common, validation_envs, episode_log, manifest)
+    return FairConfig(common, phases, episode_log, manifest)
 
 
 def fair_log(value) -> Path:
