@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO
+from cpu_burners import cpu_burners
 from unavailable import unavailable
 from sokoban_render import render_rgb
 from sokoban_tools.rules.board import DOWN, LEFT, RIGHT, UP, Board, from_lurd
@@ -28,6 +29,7 @@ from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.records.tasks import load_validation, load_training
 from sokoban_tools.integrations.verl_agent.envs import FairSokobanEnvs, build_sokoban_envs
+from sokoban_tools.runtime import workers as worker_pool
 from sokoban_tools.runtime.recovery import WorkersLost
 from traces import RENDERS, boards_of, load_traces, mismatches
 
@@ -250,14 +252,15 @@ def play(envs, turns, policy, fault=None):
     return seen
 
 
-def session(modes, envs_per_actor, fault=None, validation_fault=None):
+def session(modes, envs_per_actor, fault=None, validation_fault=None, max_restarts=3):
     """For each of ``modes``, training (2 boards x 2) and validation (4 boards a chunk), all
     sharing one set of workers: a training update, two validation chunks, another update;
     ``fault`` is made for the first update's environments, ``validation_fault`` for the first
-    chunk's. Outputs, records and the number of actors."""
+    chunk's. Outputs, records, the number of actors and the restarts the driver saw of each."""
     policy = random.Random(7)
-    phases = [(build(41, 2, 2, mode=mode, envs_per_actor=envs_per_actor),
-               build(1041, 4, 1, mode=mode, is_train=False, envs_per_actor=envs_per_actor)) for mode in modes]
+    options = {"envs_per_actor": envs_per_actor, "max_restarts": max_restarts}
+    phases = [(build(41, 2, 2, mode=mode, **options),
+               build(1041, 4, 1, mode=mode, is_train=False, **options)) for mode in modes]
     seen = []
     try:
         for training, validation in phases:
@@ -266,16 +269,17 @@ def session(modes, envs_per_actor, fault=None, validation_fault=None):
             seen += play(validation, 16, policy, validation_fault and validation_fault(validation))
             seen += play(validation, 6, policy)
             seen += play(training, 9, policy)
-        actors = len(training.workers.actors)
+        actors, restarts = len(training.workers.actors), list(training.workers.restarts)
     finally:
         training.close()  # releases the workers every phase shares
-    return seen, [record for both in phases for envs in both for record in envs.take_episodes()], actors
+    records = [record for both in phases for envs in both for record in envs.take_episodes()]
+    return seen, records, actors, restarts
 
 
 def test_ray__packed_and_one_per_actor_give_identical_results_and_records_in_all_four_modes(ray):
     modes = ["rgb_array", "tiny_rgb_array", "list", "state"]
-    one, one_records, one_actors = session(modes, envs_per_actor=1)
-    packed, packed_records, packed_actors = session(modes, envs_per_actor=None)
+    one, one_records, one_actors, _ = session(modes, envs_per_actor=1)
+    packed, packed_records, packed_actors, _ = session(modes, envs_per_actor=None)
     assert (one_actors, packed_actors) == (4, 1)
     assert packed == one and packed_records == one_records
     assert [r.phase for r in one_records] == (["training"] * 8 + ["validation"] * 8) * 4
@@ -346,10 +350,10 @@ def restarted_killer(ray, at_turn, actor_index):
 def test_ray__an_actor_killed_and_restarted_between_steps_is_rebuilt_in_training_and_validation(ray):
     """The actor dies while the model would generate, Ray restarts it empty before the next
     step: the driver finds it empty by its count of calls and rebuilds it step-exact."""
-    clean, clean_records, _ = session(["tiny_rgb_array"], envs_per_actor=2)
+    clean, clean_records, _, _ = session(["tiny_rgb_array"], envs_per_actor=2)
     rng = random.Random()
     turns = rng.randrange(1, 16), rng.randrange(1, 16)
-    faulty, faulty_records, _ = session(["tiny_rgb_array"], envs_per_actor=2,
+    faulty, faulty_records, _, _ = session(["tiny_rgb_array"], envs_per_actor=2,
                                         fault=restarted_killer(ray, turns[0], rng.randrange(2)),
                                         validation_fault=restarted_killer(ray, turns[1], rng.randrange(2)))
     assert len(clean_records) == 16
@@ -357,10 +361,77 @@ def test_ray__an_actor_killed_and_restarted_between_steps_is_rebuilt_in_training
 
 
 def test_ray__an_actor_killed_mid_training_episode_is_restored_step_exact(ray):
-    clean, clean_records, _ = session(["rgb_array"], envs_per_actor=2)
+    clean, clean_records, _, _ = session(["rgb_array"], envs_per_actor=2)
     turn = random.Random().randrange(1, 16)
-    faulty, faulty_records, _ = session(["rgb_array"], envs_per_actor=2, fault=killer(ray, turn, 1))
+    faulty, faulty_records, _, restarts = session(["rgb_array"], envs_per_actor=2, fault=killer(ray, turn, 1))
     assert faulty == clean and faulty_records == clean_records, f"killed before step {turn}"
+    assert restarts == [0, 1]
+
+
+def slow_restarts(seconds):
+    """An :class:`EnvSlice` whose restarts take ``seconds``: its constructor waits when Ray
+    reconstructs it, as a restart does on a saturated node (Ray answers every call meanwhile
+    with ``ActorUnavailableError: The actor is restarting``). Defined here, so Ray ships it by value."""
+    class SlowRestartSlice(worker_pool.EnvSlice):
+        def __init__(self, size):
+            super().__init__(size)
+            import ray
+            if ray.get_runtime_context().was_current_actor_reconstructed:
+                time.sleep(seconds)
+    return SlowRestartSlice
+
+
+def test_ray__an_actor_still_restarting_is_waited_for_and_each_death_spends_one_restart(ray, monkeypatch):
+    """Each actor killed once, with one restart allowed, and restarts of 4 s: every call in
+    those seconds is refused as "restarting", which must be waited for, not counted as deaths."""
+    clean, clean_records, _, _ = session(["tiny_rgb_array"], envs_per_actor=2)
+    monkeypatch.setattr(worker_pool, "EnvSlice", slow_restarts(4))
+    rng = random.Random()
+    turns = rng.randrange(1, 16), rng.randrange(1, 16)
+    faulty, faulty_records, _, restarts = session(["tiny_rgb_array"], envs_per_actor=2, max_restarts=1,
+                                                  fault=killer(ray, turns[0], 0),
+                                                  validation_fault=killer(ray, turns[1], 1))
+    assert faulty == clean and faulty_records == clean_records, f"killed before steps {turns}"
+    assert restarts == [1, 1]
+
+
+def test_ray__on_saturated_cpus_actors_killed_in_training_and_validation_are_rebuilt_step_exact(ray):
+    """Twice as many CPU burners as cores while one actor is killed in the training rollout and
+    again in the validation chunk (its whole budget of two restarts), and the other is killed
+    and restarted empty between two validation steps: the outputs and records equal a clean run."""
+    clean, clean_records, _, _ = session(["rgb_array"], envs_per_actor=2)
+    rng = random.Random()
+    turns = rng.randrange(1, 16), rng.randrange(1, 16)
+
+    def validation_faults(envs):
+        kill, kill_and_wait = killer(ray, turns[1], 0)(envs), restarted_killer(ray, 16 - turns[1], 1)(envs)
+        return lambda turn: (kill(turn), kill_and_wait(turn))
+
+    with cpu_burners():
+        faulty, faulty_records, _, restarts = session(["rgb_array"], envs_per_actor=2, max_restarts=2,
+                                                      fault=killer(ray, turns[0], 0), validation_fault=validation_faults)
+    assert faulty == clean and faulty_records == clean_records, f"killed before steps {turns}"
+    assert restarts == [2, 1]
+
+
+def test_ray__an_actor_whose_restart_never_ends_is_lost_after_the_time_bound(ray, monkeypatch):
+    monkeypatch.setattr(worker_pool, "EnvSlice", slow_restarts(3600))
+    envs = build(3, 2, 2, envs_per_actor=2, pool=worker_pool.WorkerPool())
+    try:
+        envs.reset()
+        lost = envs.task_ids[2:]
+        envs.workers.restart_timeout = 5
+        ray.kill(envs.workers.actors[1], no_restart=False)
+        started = time.monotonic()
+        with pytest.raises(WorkersLost) as failed:
+            envs.step([1, 1, 1, 1])
+        waited = time.monotonic() - started
+        message = str(failed.value)
+        assert "environments [2, 3] are lost" in message and "did not answer within 5 s" in message
+        assert f"2: {lost[0]}" in message and f"3: {lost[1]}" in message
+        assert 4 < waited < 60
+    finally:
+        envs.close()
 
 
 def validation_pass(envs_per_actor, kill=None):

@@ -8,11 +8,15 @@ calls that changed it, and every call carries the count the driver expects. A
 slice whose count differs, as an actor that Ray restarted empty does whenever it
 died (during the call, or seconds earlier while the model generated), refuses the
 call with :class:`StaleSlice` and changes nothing; an actor that dies during the
-call fails it with Ray's ``RayActorError``. Either way the driver rebuilds each of
-the slice's environments (its board reset, its actions replayed) and its count,
-then makes the call again, at most the actor's ``max_restarts`` times. The
-trainer sees the results a run without the fault would have given. When the
-restarts are exhausted the run fails with :class:`WorkersLost`, naming the
+call fails it with Ray's ``ActorUnavailableError``, as does every call while Ray
+restarts it, which takes seconds on a busy node. The driver asks again, with
+growing pauses, until the actor answers, then rebuilds each of the slice's
+environments (its board reset, its actions replayed) and its count, and makes
+the call again. The trainer sees the results a run without the fault would have
+given. Waiting spends no restart: only a new process behind the actor does, and
+Ray restarts one at most ``max_restarts`` times. When Ray reports the actor dead
+(``ActorDiedError``: its restarts spent), or it does not answer within the
+workers' time bound, the run fails with :class:`WorkersLost`, naming the
 environments and the boards they were playing.
 """
 
@@ -66,12 +70,11 @@ class Episode:
         return self.start, self.max_steps, list(self.sent)
 
 
-def lost(episodes: list[Episode], indices: list[int], max_restarts: int, cause: BaseException) -> WorkersLost:
-    """The error for environments ``indices`` lost for good."""
+def lost(episodes: list[Episode], indices: list[int], reason: str, cause: BaseException) -> WorkersLost:
+    """The error for environments ``indices`` lost for good, for ``reason``."""
     boards = ", ".join(f"{i}: {episodes[i].task_id}" if i < len(episodes) else f"{i}: no board yet"
                        for i in indices)
     return WorkersLost(
-        f"environments {indices} are lost: their Ray actor died and its restarts are exhausted "
-        f"(max_restarts={max_restarts}); boards lost (environment: task ID) {boards}. The driver's "
-        f"schedule and records up to this step are intact; rebuild the environments and rerun this "
+        f"environments {indices} are lost: {reason}; boards lost (environment: task ID) {boards}. The "
+        f"driver's schedule and records up to this step are intact; rebuild the environments and rerun this "
         f"episode ({type(cause).__name__}: {cause})")

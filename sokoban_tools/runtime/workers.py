@@ -19,12 +19,16 @@ backend's aside) are released before new ones start.
 Lost Ray actors are restarted and their environments rebuilt step-exact from the
 driver's :class:`~sokoban_tools.runtime.recovery.Episode` records: every call carries
 the count of calls its slice has carried out, so an actor restarted empty is found
-by its state, whenever it died (:mod:`sokoban_tools.runtime.recovery`).
+by its state, whenever it died (:mod:`sokoban_tools.runtime.recovery`). An actor
+that Ray is still restarting (slow on a busy node) is waited for, up to
+:data:`RESTART_TIMEOUT` seconds; only a new process behind the actor counts as a
+restart spent.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Mapping
 
 from ..rules.board import Board
@@ -36,6 +40,10 @@ from .recovery import Episode, StaleSlice, WorkerError, lost
 # environments inside an actor about as much: few large slices keep a step's round
 # trips few (verl-agent's launcher's 256 training environments take two actors).
 DEFAULT_ENVS_PER_ACTOR = 128
+# How long a Ray actor that does not answer is waited for (restarting on a busy node, or waiting
+# for the resources to restart) before its environments are declared lost: an actor restarts in
+# about a second on an idle machine and in tens of seconds on a saturated one.
+RESTART_TIMEOUT = 300.0
 
 
 class EnvironmentFailure(Exception):
@@ -58,6 +66,7 @@ class EnvSlice:
     def __init__(self, size: int):
         self.envs: list[FairSokobanEnv | None] = [None] * size
         self.calls = 0  # the resets and steps carried out: 0 again in an actor Ray restarted
+        self.incarnation = uuid.uuid4().hex  # a new one in every process Ray restarts the actor in
 
     def reset(self, calls: int, slots: list[int], games: list[tuple[Board, int]]) -> list:
         """``(position, info)`` for each environment, reset to its ``(board, max_steps)``."""
@@ -73,9 +82,10 @@ class EnvSlice:
         self.calls += 1
         return results
 
-    def restore(self, calls: int, slots: list[int], plans: list) -> None:
+    def restore(self, calls: int, slots: list[int], plans: list) -> str:
         """Rebuild environments from the driver's records, ``(board, max_steps, actions)`` each
-        (``None``: not played yet), and take the driver's count of calls carried out."""
+        (``None``: not played yet), and take the driver's count of calls carried out; returns
+        this process's :meth:`identity`."""
         for slot, plan in zip(slots, plans):
             if plan is not None:
                 board, max_steps, actions = plan
@@ -83,6 +93,12 @@ class EnvSlice:
                 for action in actions:
                     self._play(slot, action)
         self.calls = calls
+        return self.incarnation
+
+    def identity(self) -> str:
+        """Which process holds the slice: another one after each restart, so the driver counts
+        the restarts it sees (an actor still restarting is no new one)."""
+        return self.incarnation
 
     def _expect(self, calls: int) -> None:
         """Refuse a call made for another state than this slice's (before changing anything)."""
@@ -212,7 +228,13 @@ class LocalWorkers(Workers):
 
 
 class RayWorkers(Workers):
-    """Ray actors, each an :class:`EnvSlice`, restarted up to ``max_restarts`` times when lost."""
+    """Ray actors, each an :class:`EnvSlice`, restarted by Ray up to ``max_restarts`` times when lost.
+
+    An actor that does not answer is waited for up to ``restart_timeout`` seconds (Ray reports
+    one it is restarting as ``ActorUnavailableError``, as many times as it is asked); one Ray
+    reports dead (``ActorDiedError``: its restarts spent, or killed for good) is lost at once.
+    ``restarts`` counts, per actor, the new processes the driver has met behind it.
+    """
 
     def __init__(self, key: tuple, envs_per_actor: int, resources: Mapping, max_restarts: int):
         import ray
@@ -221,47 +243,85 @@ class RayWorkers(Workers):
         self._ray = ray
         self._resources = dict(resources)
         self.max_restarts = max_restarts
+        self.restart_timeout = RESTART_TIMEOUT
         self._actor_class = ray.remote(max_restarts=max_restarts, max_task_retries=0)(EnvSlice)
         self.actors: list = []
+        self.restarts: list[int] = []  # slice -> the restarts seen
+        self._incarnations: list = []  # slice -> its process's identity, or (until needed) the call asking it
 
     def _start_slice(self, size: int) -> int:
         options = {name: _amount(amount * size) for name, amount in self._resources.items()}
         # spread over the nodes, so that losing one loses few environments
-        self.actors.append(self._actor_class.options(scheduling_strategy="SPREAD", **options).remote(size))
+        actor = self._actor_class.options(scheduling_strategy="SPREAD", **options).remote(size)
+        self.actors.append(actor)
+        self.restarts.append(0)
+        self._incarnations.append(actor.identity.remote())  # its first call: answered before any reset
         return len(self.actors) - 1
 
     def _run(self, method, jobs):
         ray = self._ray
+        deadline = time.monotonic() + self.restart_timeout
         futures = {number: getattr(self.actors[number], method).remote(*args) for number, args in jobs.items()}
-        try:
-            return dict(zip(futures, ray.get(list(futures.values()))))  # one wait for all actors
-        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError):
-            return {number: self._get(number, method, jobs[number], future) for number, future in futures.items()}
+        try:  # one wait for all actors
+            return dict(zip(futures, ray.get(list(futures.values()), timeout=self.restart_timeout)))
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError, ray.exceptions.GetTimeoutError):
+            return {number: self._get(number, method, jobs[number], future, deadline)
+                    for number, future in futures.items()}
 
-    def _get(self, number: int, method: str, args: tuple, future):
-        """One actor's result. An actor that died during the call (``RayActorError``) or was
-        restarted empty before it (:class:`StaleSlice`) gets its environments rebuilt from the
-        episode records, and the call again, until its restarts are exhausted."""
+    def _get(self, number: int, method: str, args: tuple, future, deadline: float):
+        """One actor's result. An actor Ray is restarting (``ActorUnavailableError``) is asked
+        again, with growing pauses, until ``deadline``; one that answers from another state
+        than the driver's (:class:`StaleSlice`: restarted empty) or after being unavailable
+        gets its environments rebuilt from the episode records, and the call again."""
         ray, actor = self._ray, self.actors[number]
         indices = self._indices_of(number)
-        for attempt in range(self.max_restarts + 1):
+        pause, rebuild = 0.05, False
+        while True:
             try:
-                if attempt:
+                if rebuild:
                     plans = [self.episodes[i].replay() if i < len(self.episodes) else None for i in indices]
-                    ray.get(actor.restore.remote(args[0], [self.places[i][1] for i in indices], plans))
+                    restored = actor.restore.remote(args[0], [self.places[i][1] for i in indices], plans)
+                    self._met(number, ray.get(restored, timeout=_left(deadline)))
                     future = getattr(actor, method).remote(*args)
-                return ray.get(future)
-            except ray.exceptions.RayActorError as error:
+                return ray.get(future, timeout=_left(deadline))
+            except ray.exceptions.ActorUnavailableError as error:  # restarting, or out of reach a moment
                 cause = error
+            except ray.exceptions.RayActorError as error:  # confirmed dead: Ray restarts it no more
+                raise lost(self.episodes, indices, f"Ray reports their actor dead after the {self.restarts[number]} "
+                           f"restarts seen (max_restarts={self.max_restarts})", error) from None
+            except ray.exceptions.GetTimeoutError as error:
+                raise self._timed_out(indices, error) from None
             except ray.exceptions.RayTaskError as error:
-                if isinstance(error.cause, StaleSlice):
-                    cause = error.cause
-                elif isinstance(error.cause, EnvironmentFailure):
+                if isinstance(error.cause, EnvironmentFailure):
                     raise self._failure(number, error.cause) from None
-                else:
+                if not isinstance(error.cause, StaleSlice):
                     raise WorkerError(f"the actor of workers {indices} failed in {method}: "
                                       f"{error.cause!r}") from error.cause
-        raise lost(self.episodes, indices, self.max_restarts, cause)
+                rebuild = True
+                continue  # restarted and answering: rebuild now
+            if time.monotonic() + pause > deadline:
+                raise self._timed_out(indices, cause)
+            time.sleep(pause)
+            pause, rebuild = min(2 * pause, 1.0), True
+
+    def _met(self, number: int, incarnation: str) -> None:
+        """Count a restart if ``incarnation`` is another process than the actor's last one."""
+        known = self._incarnations[number]
+        if not isinstance(known, str):  # the first process's answer, unless it died before giving one
+            try:
+                known = self._ray.get(known, timeout=1)
+            except (self._ray.exceptions.RayError, TimeoutError):
+                known = None
+        if incarnation != known:
+            self.restarts[number] += 1
+        self._incarnations[number] = incarnation
+        if self.restarts[number] > self.max_restarts:  # Ray would not have restarted it
+            raise lost(self.episodes, self._indices_of(number), f"their actor restarted {self.restarts[number]} "
+                       f"times (max_restarts={self.max_restarts})", RuntimeError("restarts exceeded"))
+
+    def _timed_out(self, indices: list[int], cause: BaseException) -> WorkerError:
+        return lost(self.episodes, indices, f"their Ray actor did not answer within {self.restart_timeout:g} s "
+                    f"(restarting on a busy node, or waiting for the resources to restart)", cause)
 
     def close(self, timeout: float = 60.0) -> None:
         """Kill every actor and return once each is gone: a kill is asynchronous, and a
@@ -276,10 +336,13 @@ class RayWorkers(Workers):
                                       f"answers after {timeout:.0f} s")
                 time.sleep(0.05)
         self.actors, self.places, self.calls, self.episodes = [], [], [], []
+        self.restarts, self._incarnations = [], []
 
     def _is_gone(self, actor) -> bool:
         try:
             self._ray.get(actor.ping.remote(), timeout=5)
+        except self._ray.exceptions.ActorUnavailableError:
+            pass  # not known dead yet
         except self._ray.exceptions.RayActorError:
             return True
         except self._ray.exceptions.GetTimeoutError:
@@ -335,6 +398,11 @@ class WorkerPool:
 
 
 SHARED = WorkerPool()  # the pool of build_sokoban_envs calls that name none
+
+
+def _left(deadline: float) -> float:
+    """Seconds until ``deadline`` (a little at least: Ray takes 0 as "do not wait")."""
+    return max(deadline - time.monotonic(), 0.01)
 
 
 def _amount(value: float) -> float:
