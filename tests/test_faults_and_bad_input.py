@@ -90,6 +90,8 @@ BAD_SETTINGS = [
     ({"env.fairness_log": "/dev/null"}, "is not a regular file"),
     ({"data.val_batch_size": 0}, "data.val_batch_size (or null) must be a positive integer, got 0"),
     ({"env.max_steps": 0}, "max_steps (env.max_steps) must be a positive integer, got 0"),
+    ({"env.rollout.n": 2**40}, "data.train_batch_size=2 x env.rollout.n=1099511627776 asks for"),
+    ({"data.train_batch_size": 2**40}, "more than the runtime holds (at most 65,536"),
     ({"env.sokoban.mode": "human"}, "env.sokoban.mode must be one of"),
     ({"env.sokoban.dim_room": 6}, "dim_room=6 is not a setting of the stored boards"),
     ({"env.sokoban.dim_room": None}, "dim_room=None is not a setting of the stored boards"),

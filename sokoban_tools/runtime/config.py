@@ -26,6 +26,11 @@ FAIRNESS_SETTINGS = (
 ENV_KWARGS = ("dim_room", "num_boxes", "max_steps", "search_depth")
 BACKENDS = ("ray", "local")
 DEFAULT_MAX_RESTARTS = 3
+# The most environments one phase may have (env_num x group_n): every step the driver keeps a
+# record of each and draws its observation (27 KB as an image), so this is already gigabytes a
+# step; verl-agent's launcher uses 256 (32 boards x 8 copies). A size past it is a typo, refused
+# at build instead of a MemoryError minutes later.
+MAX_ENVIRONMENTS = 65_536
 # resources_per_worker names (verl-agent's, and Ray's actor options) and Ray's resource names
 RAY_RESOURCES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 
@@ -79,14 +84,28 @@ def runtime_config(seed, env_num, group_n, mode, resources_per_worker, is_train,
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
     seed = integer("seed", seed, 0)
+    env_num, group_n = check_sizes(env_num, group_n)
     return RuntimeConfig(
-        seed=seed, env_num=integer("env_num", env_num, 1), group_n=integer("group_n", group_n, 1), mode=checked_mode(mode),
+        seed=seed, env_num=env_num, group_n=group_n, mode=checked_mode(mode),
         is_train=is_train, max_steps=check_env_kwargs(env_kwargs), resources=check_resources(resources_per_worker),
         backend=backend, envs_per_actor=None if envs_per_actor is None else integer("envs_per_actor", envs_per_actor, 1),
         max_restarts=integer("max_restarts", max_restarts, 0), method=_label("method", method),
         run=f"seed{seed}" if run is None else _label("run", run), episode_log=check_episode_log(episode_log),
         sampler_state=sampler_state,
     )
+
+
+def check_sizes(env_num, group_n, names: tuple[str, str] = ("env_num", "group_n")) -> tuple[int, int]:
+    """``(env_num, group_n)`` if both are positive integers whose product is at most
+    :data:`MAX_ENVIRONMENTS`; refused in one line naming the setting (``names``: how the
+    caller's user spells them) otherwise."""
+    env_num, group_n = integer(names[0], env_num, 1), integer(names[1], group_n, 1)
+    if env_num * group_n > MAX_ENVIRONMENTS:
+        culprits = [name for name, value in zip(names, (env_num, group_n)) if value > MAX_ENVIRONMENTS]
+        raise ValueError(f"{names[0]}={env_num} x {names[1]}={group_n} asks for {env_num * group_n:,} environments, "
+                         f"more than the runtime holds (at most {MAX_ENVIRONMENTS:,}: the driver keeps a record and "
+                         f"draws an observation of each every step); lower {' or '.join(culprits or names)}")
+    return env_num, group_n
 
 
 def _boolean(name: str, value) -> bool:

@@ -41,7 +41,7 @@ from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...paths import unwritable
 from ...records.boards import board_file, board_source
 from ...checks import integer
-from ...runtime.config import DEFAULT_MAX_RESTARTS, runtime_config
+from ...runtime.config import DEFAULT_MAX_RESTARTS, check_sizes, runtime_config
 from ...runtime.env import checked_mode
 from ...runtime.projection import sokoban_projection
 from ...runtime.workers import WorkerPool
@@ -104,8 +104,8 @@ def check_fair_config(config, resources_per_worker) -> FairConfig:
                              f"(e.g. env.{key}=grpo), got {value!r}")
         labels[key] = str(value)
     seed = integer("env.seed", env.seed, 0)
-    batch = integer("data.train_batch_size", config.data.train_batch_size, 1)
-    group_n = max(integer("env.rollout.n", env.rollout.n, 0), 1)
+    batch, group_n = check_sizes(config.data.train_batch_size, max(integer("env.rollout.n", env.rollout.n, 0), 1),
+                                 ("data.train_batch_size", "env.rollout.n"))
     validation_envs = validation_workers(config.data.val_batch_size)
     common = {
         "mode": checked_mode(env.sokoban.mode, "env.sokoban.mode"),
