@@ -37,7 +37,8 @@ from ...records.rows import BoardRow, DataError, read_board_file, read_regular_f
 from ...rules.board import ACTION_NAMES, from_lurd
 from ...rules.images import render_board
 from ...protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
-from ...runtime.workers import DEFAULT_ENVS_PER_ACTOR
+from ...runtime.config import MAX_ENVIRONMENTS
+from ...runtime.workers import DEFAULT_ENVS_PER_ACTOR, RESTART_TIMEOUT
 from ..artifacts import command_line, run_command
 from ..baselines import HORIZON, POLICIES
 from ..example_policies import log_path
@@ -296,6 +297,8 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "image_size": "×".join(map(str, render_board(validation[0].board).shape[:2])),
         "horizon": DEFAULT_MAX_STEPS,
         "envs_per_actor": DEFAULT_ENVS_PER_ACTOR,
+        "restart_timeout": f"{RESTART_TIMEOUT:g}",
+        "max_environments": f"{MAX_ENVIRONMENTS:,}",
         "plot_extra": PLOT_EXTRA,
         "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,
