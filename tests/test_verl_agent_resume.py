@@ -170,7 +170,18 @@ REFUSED = [("missing", [{"delete": STATE}], [], "missing"),
             "another dataset release"),
            ("other-step", [{"edit": STATE, "key": ["update"], "value": 2}], [], "copied from another checkpoint"),
            ("update-not-a-number", [{"edit": STATE, "key": ["update"], "value": "4"}], [],
-            "copied from another checkpoint")]
+            "copied from another checkpoint"),
+           # step 2's state in step 4's folder, its update edited to match: its sampler drew 2 batches, not 4
+           ("copied-from-step-2", [{"copy_file": STATE.replace("_4/", "_2/"), "to": STATE},
+                                   {"edit": STATE, "key": ["update"], "value": 4}], [],
+            "updates_drawn is 2, but the checkpoint is of step 4"),
+           ("other-run-label", [], ["env.fairness_run=another"],
+            "the checkpoint is of env.fairness_run='grpo_qwen2.5_vl_3b', but this resume has env.fairness_run='another'"),
+           ("labels-removed", [{"edit": STATE, "key": ["fairness_run"], "value": None}], [],
+            "env.fairness_run=None"),
+           ("log-counts-altered", [{"edit": STATE, "key": ["log", "training"], "value": -1}], [], "log counts"),
+           ("format-1", [{"edit": STATE, "key": ["format"], "value": "sokoban-fairness checkpoint 1"}], [],
+            "format 'sokoban-fairness checkpoint 1'")]
 
 
 def test_a_checkpoint_with_a_missing_tampered_or_foreign_sampler_state_is_refused_naming_it_and_a_torn_manifest_is_set_aside(
@@ -194,6 +205,32 @@ def test_a_checkpoint_with_a_missing_tampered_or_foreign_sampler_state_is_refuse
     [kept] = [p for p in path.parent.iterdir() if p.name.endswith(".torn-manifest.manifest.json")]
     assert len(kept.read_text()) == 100
     assert read_manifest(path)["costs"]["gen"]["value"] == 4 * 1.0  # the restarted run's four steps only
+
+
+def test_a_resume_whose_log_was_deleted_or_cut_is_refused_naming_the_missing_records(tree, tmp_path):
+    """The passes before the checkpoint cannot be played again: a resumed run over a log that lost
+    them would leave a log that passes for a whole run. Refused before anything moves; the way out
+    (put the log back, or start again from step 0) works."""
+    log = "checkpoints/episodes.jsonl"
+    runs = [{"folder": "done", "overrides": CHECKPOINTS},
+            {"folder": "deleted", "overrides": CHECKPOINTS, "prepare": [{"copy": "done"}, {"delete": log}]},
+            {"folder": "cut", "overrides": CHECKPOINTS, "prepare": [{"copy": "done"}, {"edit_lines": log, "keep": 528}]},
+            {"folder": "deleted", "overrides": CHECKPOINTS, "prepare": [{"copy_file": f"../done/{log}", "to": log}]},
+            {"folder": "cut", "overrides": CHECKPOINTS + ["trainer.resume_mode=disable"]}]
+    done, deleted, cut, restored, restarted = drive(tree, tmp_path, runs)
+    assert done["exit"] == 0
+    # the checkpoint of step 4 was saved after its pass, which the resume plays again (val_before_train)
+    rows = [json.loads(line) for line in done["log"].splitlines()]
+    kept = len(rows) - sum(row["phase"] == "validation" and row["update"] == 4 for row in rows)
+    for refused, holds in ((deleted, 0), (cut, 528)):
+        assert refused["exit"] == 1 and refused["error"].startswith("ResumedLogError: "), refused["error"]
+        assert f"holds {holds} of the {kept} episode records" in refused["error"], refused["error"]
+        assert "global_step_4/sokoban_fairness.json" in refused["error"]
+        assert "trainer.resume_mode=disable" in refused["error"] and not refused["side_files"]
+    assert cut["log"] == "".join(line + "\n" for line in done["log"].splitlines()[:528])  # nothing moved
+    assert restored["exit"] == 0 and restored["error"] is None  # the log put back: resumed
+    assert restarted["exit"] == 0 and restarted["log"] == done["log"]  # from step 0: the cut log set aside
+    assert sorted(restarted["side_files"]) == ["episodes.jsonl.aside-1.restart.jsonl"]
 
 
 def test_without_validation_first_a_resumed_run_keeps_the_pass_its_checkpoint_followed(tree, tmp_path):

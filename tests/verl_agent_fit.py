@@ -247,10 +247,13 @@ def child(run: dict, config, solutions, status: Path) -> None:
 
 def prepare(folder: Path, operation: dict) -> None:
     """Between runs, as a user or a disk might: ``{"copy": folder}`` (another run's folder, into
-    this one), ``{"delete": path}``, ``{"tear": path}`` (its first 100 bytes) or ``{"edit": path, "key": [keys...], "value": v}`` (a JSON
-    file's entry) under ``folder``."""
+    this one), ``{"copy_file": path, "to": path}``, ``{"delete": path}``, ``{"tear": path}`` (its first
+    100 bytes) or ``{"edit": path, "key": [keys...], "value": v}`` (a JSON file's entry) under ``folder``."""
     if "copy" in operation:
         shutil.copytree(folder.parent / operation["copy"], folder, dirs_exist_ok=True)
+        return
+    if "copy_file" in operation:
+        shutil.copyfile(folder / operation["copy_file"], folder / operation["to"])
         return
     if "tear" in operation:  # a half-written file: its first 100 bytes
         path = folder / operation["tear"]
@@ -258,6 +261,10 @@ def prepare(folder: Path, operation: dict) -> None:
         return
     if "delete" in operation:
         (folder / operation["delete"]).unlink()
+        return
+    if "edit_lines" in operation:  # a text file cut to its first ``keep`` lines
+        path = folder / operation["edit_lines"]
+        path.write_text("".join(path.read_text().splitlines(keepends=True)[:operation["keep"]]))
         return
     path = folder / operation["edit"]
     document = json.loads(path.read_text())

@@ -9,12 +9,19 @@ episode log is written again. The patched trainer calls, one function each:
   kept, with its costs, for the same method and settings; another run's is refused);
 * :func:`save_checkpoint_state` from ``_save_checkpoint``, before verl-agent's
   ``latest_checkpointed_iteration.txt``: the training episodes still open are recorded, and
-  the sampler's state is written atomically to ``global_step_N/`` (:data:`STATE_NAME`);
+  the sampler's state, the run's labels and the log's record counts are written atomically
+  to ``global_step_N/`` (:data:`STATE_NAME`);
 * :func:`restore_checkpoint_state` from ``_load_checkpoint``: that state is restored, so the
   boards drawn after the resume are those an uninterrupted run draws; a missing state (an
-  unpatched run's checkpoint), or one altered, of another seed or of another dataset
-  release, is refused naming the file and the way out;
+  unpatched run's checkpoint), or one altered, of another seed, of another dataset
+  release, of another run label (``env.fairness_run`` or ``env.fairness_method`` changed
+  since) or copied from another step (its sampler has not drawn one batch per step, as
+  verl-agent's does), is refused naming the file and the way out;
 * :func:`begin_run` from ``fit`` once the checkpoint is loaded: resumed from step N, the
+  log must still hold every record the checkpoint's run had written (a deleted, truncated
+  or replaced log is refused, naming the records missing: the passes before the
+  checkpoint cannot be played again, so a log without them would pass for a whole run);
+  then the
   records the run writes again (validation at updates >= N, among them a pass the kill
   interrupted, or > N when the run does not validate first, ``trainer.val_before_train=false``;
   training at updates > N) move to a side file beside the log; started
@@ -41,16 +48,20 @@ from ...files import json_document, write_atomic
 from ...layout import TRAIN_DATA
 from ...paths import PathError, read_bounded
 from ...records import strict_json
-from ...records.episodes import episode_writer, next_aside_number
+from ...records.episodes import EpisodeRecord, episode_writer, next_aside_number, read_episodes
 from ...records.manifest import ManifestError, check_fits, manifest_path, merge_costs, read_manifest
 
 STATE_NAME = "sokoban_fairness.json"  # in global_step_N/
-STATE_FORMAT = "sokoban-fairness checkpoint 1"
+STATE_FORMAT = "sokoban-fairness checkpoint 2"  # 2: with the run's labels and the log's record counts
 MAX_STATE_BYTES = 1 << 20
 
 
 class CheckpointStateError(ValueError):
     """A checkpoint whose sampler state is missing, altered or of another run."""
+
+
+class ResumedLogError(ValueError):
+    """A resume whose episode log no longer holds what the checkpoint's run had written."""
 
 
 class FairRun:
@@ -61,6 +72,7 @@ class FairRun:
         self.writer = None if log is None else episode_writer(log)
         self.training = self.validation = None  # set by make_fair_envs
         self.restored: int | None = None  # the step of the checkpoint restore_checkpoint_state loaded
+        self.restored_log: dict | None = None  # the log's record counts that checkpoint saw
 
     def add_costs(self, entries) -> None:
         """Add a step's cost entries (name: (unit, amount)) and replace the manifest."""
@@ -112,8 +124,11 @@ def save_checkpoint_state(envs, folder: Path | str, global_steps: int) -> Path:
     ``folder`` (``global_step_N/``) atomically; returns the file."""
     run = fair_run(envs)
     run.training.end_episodes()
+    config = run.training.config
     state = {"format": STATE_FORMAT, "update": global_steps, "release": RELEASE,
-             "train_sha256": PUBLISHED_FILES[TRAIN_DATA]["sha256"], "sampler": run.training.sampler_state()}
+             "train_sha256": PUBLISHED_FILES[TRAIN_DATA]["sha256"], "fairness_method": config.method,
+             "fairness_run": config.run, "log": None if run.log is None else log_counts(run.log, global_steps),
+             "sampler": run.training.sampler_state()}
     path = Path(folder) / STATE_NAME
     write_atomic(path, json_document(state))
     return path
@@ -145,17 +160,65 @@ def restore_checkpoint_state(envs, folder: Path | str) -> None:
     if isinstance(update, bool) or not isinstance(update, int) or str(update) != step:
         raise CheckpointStateError(f"{path}: holds the state of update {state.get('update')!r}, but the checkpoint "
                                    f"is of step {step}: it was copied from another checkpoint; {way_out}")
+    config = run.training.config
+    for key, now in (("fairness_run", config.run), ("fairness_method", config.method)):
+        if state.get(key) != now:
+            raise CheckpointStateError(f"{path}: the checkpoint is of env.{key}={state.get(key)!r}, but this resume "
+                                       f"has env.{key}={now!r}: the log would mix two runs' labels; resume with "
+                                       f"env.{key}={state.get(key)!r}, or {way_out}")
+    sampler = state.get("sampler")
+    drawn = sampler.get("updates_drawn") if isinstance(sampler, dict) else None
+    if drawn != state["update"]:
+        raise CheckpointStateError(f"{path}: its sampler's updates_drawn is {drawn!r}, but the checkpoint is of step "
+                                   f"{step} and verl-agent draws one batch a step: the state was copied from "
+                                   f"another checkpoint or altered; {way_out}")
     published = PUBLISHED_FILES[TRAIN_DATA]["sha256"]
     if state.get("train_sha256") != published:
         raise CheckpointStateError(f"{path}: was saved by a run of another dataset release "
                                    f"({state.get('release')!r}, {TRAIN_DATA} {str(state.get('train_sha256'))[:12]}), "
                                    f"not {RELEASE} ({published[:12]}): its boards cannot be continued with "
                                    f"these; resume with the release it was trained on, or {way_out}")
+    counts = state.get("log")
+    if run.log is not None and not (isinstance(counts, dict) and set(counts) == set(LOG_COUNTS)
+                                    and all(type(counts[key]) is int and counts[key] >= 0 for key in LOG_COUNTS)):
+        raise CheckpointStateError(f"{path}: its log counts {counts!r} are not the {', '.join(LOG_COUNTS)} "
+                                   f"save_checkpoint_state writes (it was altered, or saved without a log); "
+                                   f"{way_out}")
     try:
-        run.training.restore_sampler(state.get("sampler"))
+        run.training.restore_sampler(sampler)
     except (ValueError, TypeError) as err:
         raise CheckpointStateError(f"{path}: its sampler state is refused: {err}; {way_out}") from None
-    run.restored = state["update"]
+    run.restored, run.restored_log = state["update"], counts
+
+
+LOG_COUNTS = ("training", "validation", "validation_at_step")
+
+
+def log_counts(log: Path, step: int) -> dict:
+    """What the log holds when the checkpoint of ``step`` is saved: its training and validation
+    records, and the validation records of ``step`` itself (which a resume may play again)."""
+    records = read_episodes(log) if log.exists() else []
+    return {"training": sum(r.phase == "training" for r in records),
+            "validation": sum(r.phase == "validation" for r in records),
+            "validation_at_step": sum(r.phase == "validation" and r.update == step for r in records)}
+
+
+def _check_log_holds(run: FairRun, step: int, keep, revalidates: bool) -> None:
+    """Refuse (:class:`ResumedLogError`) a resume from ``step`` whose log does not hold, among the
+    records it keeps, exactly those the checkpoint's run had written (the pass at ``step`` aside
+    when the run ``revalidates``): before anything moves."""
+    counts = run.restored_log
+    expected = counts["training"] + counts["validation"] - (counts["validation_at_step"] if revalidates else 0)
+    records: list[EpisodeRecord] = read_episodes(run.log) if run.log.exists() else []
+    kept = sum(1 for record in records if keep(record))
+    if kept != expected:
+        state = f"global_step_{step}/{STATE_NAME}"
+        raise ResumedLogError(
+            f"{run.log}: holds {kept} of the {expected} episode records the run had written when its checkpoint "
+            f"{state} was saved ({'missing' if kept < expected else 'more than'} {abs(expected - kept)}): the log "
+            f"was deleted, truncated or replaced since, and the passes before the checkpoint cannot be played "
+            f"again; put the log back (with its manifest) and resume, or start again from step 0 with "
+            f"trainer.resume_mode=disable (what the log holds is set aside, not deleted)")
 
 
 def begin_run(envs, global_steps: int) -> None:
@@ -182,8 +245,12 @@ def begin_run(envs, global_steps: int) -> None:
     # played again only when the resumed run validates first (trainer.val_before_train).
     revalidates = run.manifest["settings"]["evaluation.before_training"] is not False
     last_validation_kept = global_steps - 1 if revalidates else global_steps
-    run.set_aside(f"resume-from-{global_steps}",
-                  keep=lambda r: r.update <= (last_validation_kept if r.phase == "validation" else global_steps))
+
+    def keep(record) -> bool:
+        return record.update <= (last_validation_kept if record.phase == "validation" else global_steps)
+
+    _check_log_holds(run, global_steps, keep, revalidates)
+    run.set_aside(f"resume-from-{global_steps}", keep=keep)
 
 
 def end_run(envs) -> None:
