@@ -5,7 +5,8 @@ holding ``metrics.json`` (seed, success, rewards, the reset's and every step's
 ``info``). :func:`records_from_dump` turns each into one
 :class:`sokoban_tools.records.episodes.EpisodeRecord` (``won``: VAGEN's success;
 ``actions``: the moves it executed, summed from :class:`.env.FairSokoban`'s
-``actions_taken``; ``return``: VAGEN's cumulative reward), refusing an unfinished or
+``actions_taken``; ``moves``: those moves, joined from its steps' ``moves``;
+``return``: VAGEN's cumulative reward), refusing an unfinished or
 repeated board before anything is written. :func:`manifest_from_vagen_config` records
 VAGEN's settings under our controlled-settings keys where they mean the same thing and
 the rest (turn limit, actions per turn, reply format, reward scheme) under ``notes``,
@@ -130,9 +131,11 @@ def _record_of(path: Path, metrics, method: str, run: str, update: int, rerun: s
         raise DataError(f"{path}: not an episode of {ENV_NAME}'s validation boards (its reset info has no "
                         f"task_id, or another split); give the tag folder of the {ENV_NAME} env spec")
     actions = sum(int(info.get("actions_taken", 0)) for info in infos[1:])
+    steps = [info.get("moves") for info in infos[1:]]
+    moves = None if None in steps else "".join(steps)  # a dump of an older FairSokoban: unverified
     return int(start["board"]), EpisodeRecord(method, run, "validation", update, start["task_id"],
                                               bool(metrics["success"]), actions,
-                                              float(metrics["cumulative_reward"]), start["file_sha256"])
+                                              float(metrics["cumulative_reward"]), start["file_sha256"], moves)
 
 
 def records_from_dump(tag_dir: Path | str, method: str, run: str, update: int = 0) -> list[EpisodeRecord]:
