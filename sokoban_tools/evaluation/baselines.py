@@ -229,3 +229,26 @@ def split_baselines(rows: list[BoardRow], executor: Executor | None = None) -> d
                       for n in lengths},
         "boards": entries,
     }
+
+
+POLICY_LABELS = {"moves_1_4": "random moves 1–4", "outputs_0_4": "random outputs 0–4"}
+
+
+def _reference_entry(entry: dict) -> dict:
+    """One aggregate of :func:`split_baselines` as floors and the ceiling: success and return."""
+    out = {POLICY_LABELS[name]: {"success": entry[name]["success"]["float"],
+                                 "expected_return": entry[name]["expected_return"]["float"]} for name in POLICIES}
+    out["optimal"] = {"success": 1.0, "expected_return": entry["optimal_return"]["float"]}
+    return out
+
+
+def reference_lines(rows: list[BoardRow]) -> dict:
+    """The floors (uniformly random policies) and the ceiling (an optimal policy, which solves
+    every board within the horizon) of the boards ``rows``, overall and per stratum, exact
+    (floats of the fractions fairness/baselines.json stores for the same boards)."""
+    computed = split_baselines(rows)
+    return {
+        "horizon_turns": HORIZON,
+        "overall": _reference_entry(computed["overall"]),
+        "by_stratum": {label: _reference_entry(entry) for label, entry in computed["by_stratum"].items()},
+    }
