@@ -165,8 +165,9 @@ def check_settings(a: dict[str, dict], b: dict[str, dict], allowed: Collection[s
     if refused:
         lines = [f"controlled setting {d['key']} differs: A {_values(d['a'])}, B {_values(d['b'])}" for d in refused]
         raise ManifestError("; ".join(lines) + f" (manifests of A: {', '.join(a)}; of B: {', '.join(b)}). "
-                            f"Match the settings, or name each intended difference with "
-                            f"--allow-difference KEY, which the report prints as a caveat")
+                            f"Match the settings, or name the intended differences with --allow-difference KEY "
+                            f"[KEY ...] (here: --allow-difference {' '.join(d['key'] for d in refused)}), which the "
+                            f"report prints as caveats")
     return {"checked": True, "manifests_a": list(a), "manifests_b": list(b), "settings": len(SETTING),
             "allowed_differences": differences}
 
@@ -422,8 +423,10 @@ def main(argv: list[str] | None = None) -> int:
                              "release's from the Hub)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
-    parser.add_argument("--allow-difference", action="append", default=[], metavar="KEY",
-                        help="compare although the controlled setting KEY differs (printed as a caveat)")
+    parser.add_argument("--allow-difference", action="extend", nargs="+", default=[], metavar="KEY",
+                        type=lambda text: [key for key in text.split(",") if key],
+                        help="compare although these controlled settings differ (each printed as a caveat); "
+                             "several keys at once, space- or comma-separated")
     parser.add_argument("--updates", type=int, nargs="+", metavar="U",
                         help="compare at these updates only (default: every one, which both must have validated)")
     parser.add_argument("--no-manifest", action="store_true",
@@ -431,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.resamples < 1 or args.seed < 0:
         parser.error("--resamples must be positive and --seed non-negative")
+    args.allow_difference = [key for keys in args.allow_difference for key in keys]
     unknown = [key for key in args.allow_difference if key not in SETTING]
     if unknown:
         parser.error(f"--allow-difference {unknown[0]}: not a controlled setting; they are {', '.join(SETTING)}")
