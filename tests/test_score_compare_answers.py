@@ -108,7 +108,7 @@ def test_score__names_an_evaluate_quick_look_and_evaluate_resume_completes_it(tm
     except ImportError:
         unavailable("the openai package (the evaluate extra) is not installed")
     from sokoban_tools.integrations.served.evaluate import main as evaluate
-    from sokoban_tools.pipeline.publish.loopback_model import LoopbackServer, Script
+    from sokoban_tools.integrations.served.demo_model import DEMO_MODEL, LoopbackServer, Script
 
     log = tmp_path / "quick.jsonl"
 
@@ -117,7 +117,7 @@ def test_score__names_an_evaluate_quick_look_and_evaluate_resume_completes_it(tm
                               text=True, cwd=tmp_path)
 
     with LoopbackServer(Script("shortest", keep=False)) as server:
-        command = ["--base-url", server.base_url, "--model", "loopback-vl", "--log", str(log), "--method", "demo"]
+        command = ["--base-url", server.base_url, "--model", DEMO_MODEL, "--log", str(log), "--method", "demo"]
         assert evaluate([*command, "--boards", "8"]) == 0
         first = scored()
         assert first.returncode == 1
