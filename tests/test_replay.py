@@ -8,7 +8,7 @@ import pytest
 
 from sokoban_tools.evaluation.replay import check_record, replay, rewards_replayable, verify_log
 from sokoban_tools.pipeline.example_policies import example_manifest
-from sokoban_tools.records.episodes import EpisodeRecord, append_episodes, moves_of
+from sokoban_tools.records.episodes import EpisodeRecord, episode_writer, moves_of
 from sokoban_tools.records.manifest import write_manifest
 from sokoban_tools.records.rows import DataError
 from sokoban_tools.records.tasks import load_validation
@@ -79,14 +79,16 @@ def test_verify_log_names_the_file_line_and_board_of_a_record_the_replay_contrad
     log = tmp_path / "run.jsonl"
     records = [solved(row) for row in rows]
     records[7] = replace(records[7], won=False)
-    append_episodes(log, records)
+    with episode_writer(log) as writer:
+        writer.append(records)
     with pytest.raises(DataError, match=rf"run\.jsonl:8: the record says won=false.*board {rows[7].task_id}"):
         verify_log(log)
 
 
 def test_verify_log_counts_records_without_moves_as_unverified_and_uses_the_manifests_horizon(rows, tmp_path):
     log = tmp_path / "run.jsonl"
-    append_episodes(log, [solved(row) for row in rows[:10]] + [replace(solved(rows[10]), moves=None)])
+    with episode_writer(log) as writer:
+        writer.append([solved(row) for row in rows[:10]] + [replace(solved(rows[10]), moves=None)])
     write_manifest(log, example_manifest("oracle", (0,), 0, 0))
     found = verify_log(log)
     assert (found.verified, found.unverified) == (10, 1) and "UNVERIFIED" in found.describe()
