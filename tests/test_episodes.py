@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from sokoban_tools.records.episodes import EPISODE_KEYS, EpisodeRecord, append_episodes, read_episodes
+from sokoban_tools.records.episodes import EPISODE_KEYS, EpisodeRecord, episode_writer, read_episodes
 from sokoban_tools.records.rows import DataError
 
 DIGEST = "ab" * 32
@@ -25,8 +25,9 @@ def test_appended_rows_read_back_equal_and_in_order(tmp_path):
     log = tmp_path / "episodes.jsonl"
     first = [record(task_id="eval-0001"), record(task_id="eval-0002", won=False, episode_return=-1.5)]
     second = [record(phase="training", update=6, task_id="train-00007", evaluation_sha256=None)]
-    assert append_episodes(log, first) == 2
-    assert append_episodes(log, second) == 1
+    with episode_writer(log) as writer:
+        assert writer.append(first) == 2
+        assert writer.append(second) == 1
     assert read_episodes(log) == first + second
     assert list(json.loads(log.read_text().splitlines()[0])) == list(EPISODE_KEYS)
 
@@ -60,11 +61,11 @@ def test_a_damaged_second_line_is_refused_with_file_and_line(tmp_path, damage, m
 
 SHORT_WRITE = """
 import resource, sys
-from sokoban_tools.records.episodes import EpisodeRecord, append_episodes
+from sokoban_tools.records.episodes import EpisodeRecord, episode_writer
 resource.setrlimit(resource.RLIMIT_FSIZE, (500, resource.RLIM_INFINITY))  # a disk that fills at 500 bytes
 records = [EpisodeRecord("GRPO", "seed-1", "training", 1, f"train-{i:05d}", False, 15, -1.5, None) for i in range(10)]
 try:
-    append_episodes(sys.argv[1], records)
+    episode_writer(sys.argv[1]).append(records)
 except OSError as err:
     print("refused:", err)
 else:

@@ -333,3 +333,16 @@ def test_a_log_that_cannot_be_written_is_named_before_the_server_is_asked(tmp_pa
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and f"--log {tmp_path / 'a file'}: is a file, but it must be a directory" in err
     assert "Traceback" not in err and sorted(tmp_path.iterdir()) == [tmp_path / "a file"]
+
+
+def test_resume_with_another_seed_under_the_same_run_label_is_refused_before_a_byte_changes(tmp_path, capsys):
+    log = tmp_path / "seeded.jsonl"
+    with LoopbackServer(Script("random", keep=False)) as server:
+        assert evaluate(capsys, server.base_url, log, "--boards", "3", "--run", "r", "--seed", "4")[0] == 0
+        before = log.read_bytes(), manifest_path(log).read_bytes()
+        requests = server.requests
+        code, _, err = evaluate(capsys, server.base_url, log, "--boards", "3", "--run", "r", "--seed", "5",
+                                "--resume")
+        assert server.requests == requests
+    stopped_with_one_line(code, err, "request seed 4", "--seed 5", "mix request seeds")
+    assert (log.read_bytes(), manifest_path(log).read_bytes()) == before

@@ -12,7 +12,7 @@ from sokoban_tools.evaluation.schedule import expected_passes
 from sokoban_tools.evaluation.score import render, score
 from sokoban_tools.records.boards import BoardsNotFound
 from sokoban_tools.records.episodes import (EpisodeRecord, episode_writer, next_aside_number, read_episodes,
-                                            set_aside, side_files)
+                                            side_files)
 from sokoban_tools.records.manifest import ManifestError, manifest_path, new_manifest, write_manifest
 from sokoban_tools.records.rows import DataError, read_rows
 from test_manifest import example_settings
@@ -44,8 +44,8 @@ def test_set_aside_moves_rejected_records_and_a_torn_line_to_a_numbered_side_fil
     assert log.read_text() == "".join(line + "\n" for line in before.splitlines()[:8])  # the kept lines, unchanged
     assert moved.path.read_text() == "".join(line + "\n" for line in before.splitlines()[8:]) + \
         training(4)[0].to_line()[:30] + "\n"  # nothing deleted: the torn line too
-    assert set_aside(log, "restart", keep=lambda r: True) is None  # nothing to move: no file
-    again = set_aside(log, "restart")
+    assert writer.set_aside("restart", keep=lambda r: True) is None  # nothing to move
+    again = writer.set_aside("restart")
     assert again.path.name == "episodes.jsonl.aside-2.restart.jsonl" and log.read_text() == ""
     assert [(p.name, n, reason) for p, n, reason in side_files(log)] == [
         ("episodes.jsonl.aside-1.resume-from-2.jsonl", 1, "resume-from-2"), ("episodes.jsonl.aside-2.restart.jsonl", 2, "restart")]
@@ -55,8 +55,8 @@ def test_set_aside_moves_rejected_records_and_a_torn_line_to_a_numbered_side_fil
 def test_set_aside_refuses_a_damaged_complete_line_before_writing_anything(tmp_path):
     log = tmp_path / "episodes.jsonl"
     log.write_text(training(1)[0].to_line() + "\n{not json}\n")
-    with pytest.raises(DataError, match=r"episodes\.jsonl:2: not a JSON object"):
-        set_aside(log, "restart")
+    with pytest.raises(DataError, match=r"episodes\.jsonl:2: not a JSON object"), episode_writer(log) as writer:
+        writer.set_aside("restart")
     assert side_files(log) == [] and log.read_text().endswith("{not json}\n")
 
 

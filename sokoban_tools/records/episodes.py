@@ -25,7 +25,15 @@ object's keys are unordered, and another trainer's writer will not keep ours):
 
 Appending writes whole lines in one call, so an interrupted writer leaves at
 most a last line without its newline, which the reader refuses by line number.
-A process appends to a log through its one :class:`EpisodeWriter` (:func:`episode_writer`).
+A process appends to a log through its one :class:`EpisodeWriter` (:func:`episode_writer`),
+which every writer (the verl-agent hooks, ``evaluate``, ``vagen log``, Gymnasium) goes
+through. It holds the log's lock for the run: an exclusive ``flock`` on ``.<log>.lock``
+beside it, which the kernel drops when the process ends (even by kill -9), so a dead
+writer never blocks the next (a writer that closes removes the file; a dead one's stays). A second process on the same log is refused
+(:class:`LogInUse`, one line naming the log and the holder) before it writes anything.
+Holding the lock, the writer knows that temporary files its log's writes leave
+(``.<log>...tmp``: a side file's, a manifest's) are a dead writer's, and removes them,
+saying so in one line.
 
 Records are never deleted: records a resumed or restarted run will write again,
 and a torn last line, are moved out of the log by :func:`set_aside` into a side
@@ -35,18 +43,22 @@ holding the moved lines unchanged (a torn line given its newline).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 import re
+import socket
 import stat
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from ..checks import problem
 from ..files import write_atomic
-from ..paths import read_bounded
+from ..paths import read_bounded, unwritable
 from . import strict_json
 from .rows import DataError
 
@@ -115,9 +127,9 @@ def _problem(row: dict) -> str | None:
     return None
 
 
-def append_episodes(path: Path | str, records: Iterable[EpisodeRecord]) -> int:
+def _append(path: Path, records: Iterable[EpisodeRecord]) -> int:
     """Append ``records`` to the log at ``path`` (created if missing) in one
-    write; returns how many were written."""
+    write; returns how many were written. Only :class:`EpisodeWriter` calls it."""
     lines = "".join(record.to_line() + "\n" for record in records)
     if not lines:
         return 0
@@ -154,32 +166,127 @@ def _write_all(fd: int, data: bytes, path) -> None:
         written += count
 
 
+class LogInUse(OSError):
+    """Another process holds the lock of an episode log this process would write."""
+
+
+def lock_path(log: Path | str) -> Path:
+    """Where the lock of the episode log ``log`` lives: ``.<log>.lock`` beside it."""
+    log = Path(log)
+    return log.with_name(f".{log.name}.lock")
+
+
+def _temporaries(log: Path) -> list[Path]:
+    """The temporary files the writes of ``log`` make beside it (:func:`sokoban_tools.files.write_temp`
+    of the log itself, its manifest, its side files and their manifests), left there by a
+    writer that died before renaming them."""
+    own = re.compile(re.escape(f".{log.name}") + r"(\.manifest\.json|\.aside-\d+\.[a-z0-9-]+\.(jsonl|manifest\.json))?"
+                     r"\.[A-Za-z0-9_]{8}\.tmp")
+    if not log.parent.is_dir():
+        return []
+    return sorted(path for path in log.parent.iterdir() if own.fullmatch(path.name) and path.is_file())
+
+
+def _take_lock(log: Path) -> int:
+    """The descriptor holding the exclusive lock of ``log`` (see the module docstring);
+    :class:`LogInUse` naming the holder when another process has it."""
+    problem = unwritable(log)
+    if problem:
+        raise ValueError(f"the episode log {problem}")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    path = lock_path(log)
+    while True:
+        try:  # non-blocking: a FIFO in the lock's place must not hang the open
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o666)
+        except OSError as err:
+            raise OSError(err.errno, f"the lock {path} of the episode log {log} cannot be opened ({err.strerror}); "
+                                     f"make its folder writable, or remove it if no run writes the log") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"the lock {path} of the episode log {log} is not a regular file; remove it "
+                          f"(a run makes a new one)")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip() or "a process that has not said which"
+            os.close(fd)
+            raise LogInUse(f"the episode log {log} is being written by another process ({holder}); let it "
+                           f"finish (or stop it), or give this run another log") from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # its holder removed the lock file as we took it: take the new one
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    os.ftruncate(fd, 0)  # who holds it, for the refusal of the next: never the command line (a URL may hold a password)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {started}\n".encode("utf-8"), 0)
+    return fd
+
+
 class EpisodeWriter:
-    """The one writer of an episode log in this process (:func:`episode_writer`): every
-    append and every :func:`set_aside` of the log goes through it, so no two objects
-    interleave their writes or keep their own view of the file."""
+    """The one writer of an episode log in this process (:func:`episode_writer`): it holds
+    the log's lock (see the module docstring), and every append and every :func:`set_aside`
+    of the log goes through it, so no two writers interleave their writes or keep their own
+    view of the file. Close it (or use it in a ``with`` block) when the run is done."""
 
     def __init__(self, path: Path):
         self.path = path
+        self._fd: int | None = _take_lock(path)
+        self._users = 0
+        leftovers = _temporaries(path)
+        for leftover in leftovers:
+            leftover.unlink()
+        if leftovers:
+            print(f"sokoban-fairness: removed {', '.join(p.name for p in leftovers)} beside {path}, temporary "
+                  f"files a writer of this log left when it died", file=sys.stderr, flush=True)
 
     def append(self, records: Iterable[EpisodeRecord]) -> int:
-        """Append ``records`` in one write (see :func:`append_episodes`)."""
-        return append_episodes(self.path, records)
+        """Append ``records`` in one write (whole lines, synced)."""
+        self._check_open()
+        return _append(self.path, records)
 
     def set_aside(self, reason: str, keep=lambda record: False) -> "SetAside | None":
         """:func:`set_aside` on this log."""
-        return set_aside(self.path, reason, keep)
+        self._check_open()
+        return _set_aside(self.path, reason, keep)
+
+    def _check_open(self) -> None:
+        if self._fd is None:
+            raise RuntimeError(f"the writer of {self.path} is closed; take another with episode_writer()")
+
+    def close(self) -> None:
+        """Done with the log: once every user of the process's writer has closed it, the lock goes."""
+        if self._fd is None:
+            return
+        self._users -= 1
+        if self._users <= 0:
+            _WRITERS.pop(self.path, None)
+            lock_path(self.path).unlink(missing_ok=True)  # still held: the next writer makes a new one
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+    def __enter__(self) -> "EpisodeWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 _WRITERS: dict[Path, EpisodeWriter] = {}
 
 
 def episode_writer(path: Path | str) -> EpisodeWriter:
-    """The process's one writer of the log at ``path`` (one per log, made on first use)."""
+    """The process's one writer of the log at ``path`` (made, and the log's lock taken, on first
+    use; each call is a user, who closes it when done); :class:`LogInUse` if another process
+    writes the log, a ``ValueError`` if ``path`` is no place for a log (a directory, a FIFO)."""
     key = Path(os.path.abspath(path))
     if key not in _WRITERS:
         _WRITERS[key] = EpisodeWriter(key)
-    return _WRITERS[key]
+    writer = _WRITERS[key]
+    writer._users += 1
+    return writer
 
 
 ASIDE = ".aside-"  # <log>.aside-<k>.<reason>.jsonl
@@ -238,7 +345,7 @@ def _checked_row(line: str, where: str, fix: str) -> EpisodeRecord:
     return EpisodeRecord(*values)
 
 
-def set_aside(path: Path | str, reason: str, keep=lambda record: False) -> SetAside | None:
+def _set_aside(path: Path | str, reason: str, keep=lambda record: False) -> SetAside | None:
     """Move every record of the log at ``path`` that ``keep`` rejects, and a torn last
     line (no newline), into a new side file ``<log>.aside-<k>.<reason>.jsonl``; ``None``
     when nothing moves. The side file is written (atomically) before the log is

@@ -52,7 +52,7 @@ from ...checks import integer
 from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DEFAULT_MAX_STEPS, DIM_ROOM
 from ...records.boards import load_boards
-from ...records.episodes import EpisodeRecord, append_episodes
+from ...records.episodes import EpisodeRecord, episode_writer
 from ...records.manifest import SETTING, environment_settings, new_manifest, write_manifest
 from ...records.rows import BoardRow
 from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
@@ -97,7 +97,6 @@ class SokobanFairnessEnv(gymnasium.Env):
         self.batch_size = len(self.rows) if batch_size is None else integer("batch_size", batch_size, self.shard_count)
         self.update = integer("update", update, 0)
         self.method, self.run = str(method), str(run)
-        self.episode_log = None if episode_log is None else Path(episode_log)
         self.observation_space = spaces.Box(0, 255, IMAGE_SHAPE, np.uint8)
         self.action_space = spaces.Discrete(len(ALL_ACTIONS))
         self._game = FairSokobanEnv("rgb_array", self.max_steps)
@@ -108,9 +107,12 @@ class SokobanFairnessEnv(gymnasium.Env):
         self._row: BoardRow | None = None
         self._over = True
         self._logged: set[tuple[int, str]] = set()  # (update, board) of the validation records written
+        self.episode_log = None if episode_log is None else Path(episode_log)
+        self._writer = None
         if self.episode_log is not None:
-            self.episode_log.parent.mkdir(parents=True, exist_ok=True)
-            write_manifest(self.episode_log, self.manifest(settings or {}, trained))
+            manifest = self.manifest(settings or {}, trained)  # refused before the log is touched
+            self._writer = episode_writer(self.episode_log)  # the log's lock, shared by a vector's environments
+            write_manifest(self.episode_log, manifest)
 
     def manifest(self, settings: dict, trained: bool = True) -> dict:
         """The run manifest: the environment's settings, then the learner's ``settings``;
@@ -186,7 +188,7 @@ class SokobanFairnessEnv(gymnasium.Env):
                 {"task_id": self._row.task_id, "won": info["won"], "action_is_effective": info["action_is_effective"]})
 
     def _record(self, won: bool) -> None:
-        if self.episode_log is None:
+        if self._writer is None:
             return
         validation = self.split == "validation"
         if validation:  # a vector plays on past its share of a pass; each board is logged once per update
@@ -197,7 +199,14 @@ class SokobanFairnessEnv(gymnasium.Env):
                                self.update if validation else self._draw, self._row.task_id, won,
                                self._game.num_env_steps, round(self._return, 10),
                                self.sha256 if validation else None)
-        append_episodes(self.episode_log, [record])
+        self._writer.append([record])
+
+    def close(self):
+        """Release the episode log (its lock goes with the last environment of the process using it)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        super().close()
 
     def render(self):
         if self.render_mode == "rgb_array":

@@ -7,7 +7,8 @@
 Each board is played from its stored start as verl-agent's validation plays it
 (:mod:`.turn`), with its visual turn (``--mode rgb_array``, the default: a
 vision-language model) or its text turn (``--mode tiny_rgb_array``, verl-agent's own
-default: any chat model, :mod:`.text_turn`), against any OpenAI-compatible chat-completions server, boards
+default: any chat model, :mod:`.text_turn`), against any OpenAI-compatible
+chat-completions server, boards
 ``--concurrency`` at a time. Every finished board's record is appended to the
 episode log at once, and the run manifest beside it (written before the first
 request) states the model, decoding, image processing and horizon, and the costs
@@ -15,7 +16,9 @@ request) states the model, decoding, image processing and horizon, and the costs
 patched trainer's. A run that stops part-way (killed, interrupted, a failure no
 retry mends) is finished by running the same command with ``--resume``: the boards
 already in the log are kept, the others are played from their start, so the log
-ends with every board once. ``--boards N`` plays the first N boards only: a quick
+ends with every board once. The run holds the log's lock
+(:func:`sokoban_tools.records.episodes.episode_writer`) from before it reads the log: a
+second process on the same log is refused in one line. ``--boards N`` plays the first N boards only: a quick
 look, not the protocol (``score`` refuses an incomplete pass).
 """
 
@@ -38,10 +41,10 @@ from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...paths import PathError, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
-from ...records.episodes import EpisodeRecord, append_episodes, read_episodes, set_aside
+from ...records.episodes import EpisodeRecord, EpisodeWriter, episode_writer, read_episodes
 from ...files import json_document, write_atomic
-from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, new_manifest,
-                                 read_manifest, write_manifest)
+from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, manifest_path,
+                                 new_manifest, read_manifest, write_manifest)
 from ...records.rows import BoardRow, DataError
 from .client import Decoding, ServedModel, Stop
 from .prompt import TEXT_PROMPT_NO_HISTORY_SHA256, TEXT_PROMPT_SHA256, UPSTREAM_COMMIT, VISUAL_PROMPT_SHA256
@@ -52,8 +55,8 @@ LAUNCHER = {"temperature": 0.4, "do_sample": True, "top_p": 1.0, "top_k": -1, "r
             "max_prompt_length": 1024, "history_length": 2}
 # the settings an evaluation plays; the others describe how the weights were trained
 PLAYED = ("initial_weights.model", "initial_weights.revision", "image_processing.observation",
-          "image_processing.max_prompt_length", "image_processing.history_length", "action_horizon", "reward.step", "reward.box_on_target",
-          "reward.box_off_target", "reward.solved")
+          "image_processing.max_prompt_length", "image_processing.history_length", "action_horizon", "reward.step",
+          "reward.box_on_target", "reward.box_off_target", "reward.solved")
 COST_INTERVAL = 10.0  # seconds between writes of the costs into the manifest
 
 
@@ -109,7 +112,8 @@ MAX_WAIT = 86_400  # seconds: past this a wait is no setting but a typo (and inf
 
 
 def check_options(p: argparse.ArgumentParser, args) -> None:
-    for name, low in (("update", 0), ("history_length", 0), ("boards", 1), ("max_tokens", 1), ("max_steps", 1), ("max_prompt_length", 1),
+    for name, low in (("update", 0), ("history_length", 0), ("boards", 1), ("max_tokens", 1), ("max_steps", 1),
+                      ("max_prompt_length", 1),
                       ("concurrency", 1), ("retries", 0)):
         value = getattr(args, name)
         if value is not None and value < low:
@@ -206,10 +210,19 @@ def turn_notes(args) -> dict:
     }
 
 
-def record_manifest(log: Path, manifest: dict) -> None:
+def record_manifest(log: Path, manifest: dict, resuming: bool) -> None:
     """Write the manifest beside ``log``, or keep the one there (same method and settings,
     its costs) with the notes of this run: the board set, the server's URL may change on
-    ``--resume``."""
+    ``--resume``; the request seed may not (``resuming``: the log holds this evaluation's
+    boards, whose requests were seeded by the seed the manifest notes)."""
+    path = manifest_path(log)
+    if resuming and path.is_file():
+        before = (read_manifest(path).get(NOTES) or {}).get("request_seed")
+        if before is not None and before != manifest[NOTES]["request_seed"]:
+            raise Stop(f"{log}: its boards were played with request {before.split(':')[0]} (its manifest "
+                       f"{path.name}), not --seed {manifest[NOTES]['request_seed'].split(':')[0].split()[-1]}: "
+                       f"resuming would mix request seeds in one pass; resume with the first run's --seed, or "
+                       f"give this evaluation another --run")
     path = write_manifest(log, manifest)
     kept = read_manifest(path)
     if kept.get(NOTES) != manifest[NOTES]:
@@ -217,14 +230,15 @@ def record_manifest(log: Path, manifest: dict) -> None:
         write_atomic(path, json_document(kept))
 
 
-def finished_boards(log: Path, args, rows: list[BoardRow], sha256: str) -> dict[str, EpisodeRecord]:
+def finished_boards(writer: EpisodeWriter, args, rows: list[BoardRow], sha256: str) -> dict[str, EpisodeRecord]:
     """The records this evaluation already holds in ``log`` (with ``--resume``), checked; a
     last line cut by a kill is set aside beside the log (its board is played again), once
     every complete line has been checked. Without ``--resume`` any such record stops the run."""
+    log = writer.path
     if not log.exists():
         return {}
     if args.resume:
-        moved = set_aside(log, "torn-line", keep=lambda record: True)
+        moved = writer.set_aside("torn-line", keep=lambda record: True)
         if moved is not None:
             print(f"{moved.notice(log)}; its board is played again", file=sys.stderr)
     records = read_episodes(log)
@@ -253,8 +267,9 @@ def finished_boards(log: Path, args, rows: list[BoardRow], sha256: str) -> dict[
 class Evaluation:
     """The boards still to play, played ``concurrency`` at a time; records appended as they finish."""
 
-    def __init__(self, args, model: ServedModel, rows: list[BoardRow], sha256: str, held: dict):
-        self.args, self.model, self.sha256 = args, model, sha256
+    def __init__(self, args, model: ServedModel, rows: list[BoardRow], sha256: str, held: dict,
+                 writer: EpisodeWriter):
+        self.args, self.model, self.sha256, self.writer = args, model, sha256, writer
         self.todo = [row for row in rows if row.task_id not in held]
         self.boards = len(rows)
         self.played = len(held)
@@ -278,7 +293,7 @@ class Evaluation:
             episode.answer(answer.text)
         record = episode.record(self.args.method, self.args.run, self.args.update, self.sha256)
         with self.lock:  # a finished episode is recorded even if the run is stopping
-            append_episodes(self.args.log, [record])
+            self.writer.append([record])
             self.played += 1
             self.wins += record.won
             if self.progress is not None:
@@ -333,22 +348,32 @@ def main(argv: list[str] | None = None) -> int:
     check_options(p, args)
     args.method = args.method or args.model
     args.run = args.run or f"seed{args.seed}"
+    try:
+        writer = episode_writer(args.log)  # the log's lock, held for the run, before anything is written
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    with writer:
+        return evaluate(args, writer)
+
+
+def evaluate(args, writer: EpisodeWriter) -> int:
+    """The evaluation of ``args`` once its options are checked, holding the log's ``writer``."""
     decoding = Decoding(args.temperature, args.top_p, args.top_k, not args.greedy, args.max_tokens)
     try:
         rows, sha256 = load_boards(VALIDATION_DATA, args.dataset_dir, args.hub_revision)
         rows = rows[:args.boards] if args.boards is not None else rows
-        held = finished_boards(args.log, args, rows, sha256)
+        held = finished_boards(writer, args, rows, sha256)
         if args.settings_from is not None:
             read_manifest(args.settings_from)  # refused now, before the server is asked anything
         model = ServedModel(args.base_url, args.model, api_key(args), decoding, timeout=args.timeout,
                             retries=args.retries, backoff=args.backoff)
         server_kind = args.server_kind or model.check() or "openai-compatible"
-        args.log.parent.mkdir(parents=True, exist_ok=True)
-        record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)))
+        record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)), resuming=bool(held))
     except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    evaluation = Evaluation(args, model, rows, sha256, held)
+    evaluation = Evaluation(args, model, rows, sha256, held, writer)
     if held:
         print(f"resuming: {len(held)} of {len(rows)} boards already in {args.log}", file=sys.stderr)
     try:

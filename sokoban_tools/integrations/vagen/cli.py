@@ -21,7 +21,7 @@ from pathlib import Path
 from ...files import json_document, write_atomic
 from ...protocol import VALIDATION_SIZE
 from ...records import strict_json
-from ...records.episodes import append_episodes, read_episodes
+from ...records.episodes import episode_writer, read_episodes
 from ...records.manifest import write_manifest
 from ...records.rows import DataError
 from . import EVAL_CONFIG, register
@@ -108,33 +108,39 @@ def main(argv: list[str] | None = None) -> int:
         backend = str((cfg.get("run") or {}).get("backend", "openai")).lower()
         method = args.method or (cfg.get("backends") or {}).get(backend, {}).get("model") or "VAGEN"
         manifest = manifest_from_vagen_config(cfg, method, args.trained)
-        key = (method, args.run, args.update)
-        if args.episode_log.exists() and any((r.method, r.run, r.update) == key and r.phase == "validation"
-                                             for r in read_episodes(args.episode_log)):
-            raise DataError(f"{args.episode_log}: already holds a validation pass of method {method!r}, run "
-                            f"{args.run!r} at update {args.update}; give another --run or another log")
-        tag_dir = dump_dir / f"tag_{spec['tag_id']}"
-        claim_dump(tag_dir, cfg, backend, args.action == "evaluate")
-        args.episode_log.parent.mkdir(parents=True, exist_ok=True)
-        write_manifest(args.episode_log, manifest)
-        if args.action == "evaluate":
-            register()
-            from vagen.evaluate import run_eval
-
-            saved, sys.argv = sys.argv, ["vagen.evaluate.run_eval", "--config", str(args.config), *args.overrides]
-            try:
-                run_eval.main()
-            finally:
-                sys.argv = saved
-        records = records_from_dump(tag_dir, method, args.run, args.update)
-        if len(records) != VALIDATION_SIZE:
-            raise DataError(f"{tag_dir}: holds {len(records)} of the {VALIDATION_SIZE} validation boards; "
-                            f"evaluate them all (n_envs: {VALIDATION_SIZE} with the shipped seed_list)")
-        append_episodes(args.episode_log, records)
-    except (ValueError, OSError) as err:  # DataError and ManifestError are ValueErrors
+        with episode_writer(args.episode_log) as writer:  # the log's lock, held until the records are in
+            records = _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer)
+    except (ValueError, OSError) as err:  # DataError, ManifestError and LogInUse are among them
         print(f"error: {err}", file=sys.stderr)
         return 1
     wins = sum(record.won for record in records)
     print(f"{len(records)} episodes ({wins} won) of {method!r} appended to {args.episode_log}; "
           f"score them with: python -m sokoban_tools score {args.episode_log}")
     return 0
+
+
+def _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer) -> list:
+    """Check the log, write the manifest, run VAGEN (``evaluate``) and append its records, under the log's lock."""
+    key = (method, args.run, args.update)
+    if args.episode_log.exists() and any((r.method, r.run, r.update) == key and r.phase == "validation"
+                                         for r in read_episodes(args.episode_log)):
+        raise DataError(f"{args.episode_log}: already holds a validation pass of method {method!r}, run "
+                        f"{args.run!r} at update {args.update}; give another --run or another log")
+    tag_dir = dump_dir / f"tag_{spec['tag_id']}"
+    claim_dump(tag_dir, cfg, backend, args.action == "evaluate")
+    write_manifest(args.episode_log, manifest)
+    if args.action == "evaluate":
+        register()
+        from vagen.evaluate import run_eval
+
+        saved, sys.argv = sys.argv, ["vagen.evaluate.run_eval", "--config", str(args.config), *args.overrides]
+        try:
+            run_eval.main()
+        finally:
+            sys.argv = saved
+    records = records_from_dump(tag_dir, method, args.run, args.update)
+    if len(records) != VALIDATION_SIZE:
+        raise DataError(f"{tag_dir}: holds {len(records)} of the {VALIDATION_SIZE} validation boards; "
+                        f"evaluate them all (n_envs: {VALIDATION_SIZE} with the shipped seed_list)")
+    writer.append(records)
+    return records

@@ -35,7 +35,7 @@ from ...protocol import DEFAULT_MAX_STEPS
 from ...records.rows import read_rows
 from ...rules.board import Board, from_lurd, play
 from ...rules.solver import shortest_solution
-from ...records.episodes import EpisodeRecord, append_episodes
+from ...records.episodes import EpisodeRecord, episode_writer
 from .. import baselines
 from ..artifacts import default_workers
 from ..generate import pools
@@ -225,11 +225,13 @@ def scoring_figures() -> list[tuple[str, str, str, str]]:
     rng = np.random.Generator(np.random.PCG64(0))
     with tempfile.TemporaryDirectory() as folder:
         log = os.path.join(folder, "episodes.jsonl")
-        append_episodes(log, (
-            EpisodeRecord("method", f"run-{group // 10}", "validation", group % 10 * 5, task_id, bool(won),
-                          DEFAULT_MAX_STEPS, 10.0 if won else -1.5, digest)
-            for group in range(SCORED_GROUPS) for task_id, won in zip(task_ids, rng.random(len(task_ids)) < 0.4)
-        ))
+        with episode_writer(log) as writer:
+            writer.append((
+                EpisodeRecord("method", f"run-{group // 10}", "validation", group % 10 * 5, task_id, bool(won),
+                              DEFAULT_MAX_STEPS, 10.0 if won else -1.5, digest)
+                for group in range(SCORED_GROUPS)
+                for task_id, won in zip(task_ids, rng.random(len(task_ids)) < 0.4)
+            ))
         score_s = _cpu_seconds(lambda: score.score([log]))
     baselines_s = _cpu_seconds(baselines.build)
     return [
