@@ -1,6 +1,6 @@
 """``python -m sokoban_tools evaluate`` with the real ``openai`` client against a real loopback server.
 
-The server (:mod:`sokoban_tools.pipeline.publish.loopback_model`) sees only the
+The server (:mod:`sokoban_tools.integrations.served.demo_model`) sees only the
 requests: its scripted model reads each board from the image's pixels and plays a
 shortest path, a seeded random move, malformed text, slowly, through 429/500 bursts,
 or dies. Here: the shortest-path model wins every board and the random one lands in
@@ -32,7 +32,7 @@ from sokoban_tools.evaluation import compare, score
 from sokoban_tools.integrations.served.evaluate import main as evaluate_main
 from sokoban_tools.integrations.served.prompt import UPSTREAM_COMMIT, VISUAL_PROMPT
 from sokoban_tools.integrations.served.turn import request_seed
-from sokoban_tools.pipeline.publish.loopback_model import LoopbackServer, Script
+from sokoban_tools.integrations.served.demo_model import LoopbackServer, Script
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import manifest_path, read_manifest
 from sokoban_tools.records.rows import DataError
@@ -42,7 +42,7 @@ from unavailable import unavailable
 
 ROWS = load_validation(REPO / "fairness" / "evaluation.jsonl")
 SERVED_RUNNER = Path(__file__).resolve().parent / "verl_agent_served_run.py"
-MODEL = "loopback-vl"
+MODEL = "sokoban-demo"
 
 
 @pytest.fixture(autouse=True)
@@ -153,7 +153,7 @@ def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(
     while not trainer_manifest.exists() and runner.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)  # make_envs writes it before the first board; the evaluation runs beside the loop
     log = tmp_path / "served.jsonl"
-    with LoopbackServer(Script("observation")) as server:
+    with LoopbackServer(Script("mixed")) as server:
         code, _, err = evaluate(capsys, server.base_url, log, "--concurrency", "8", "--method", "served",
                                 "--settings-from", str(trainer_manifest), "--mode", mode,
                                 "--history-length", str(history))
@@ -251,7 +251,7 @@ def test_429_and_5xx_bursts_and_timeouts_are_retried_and_change_no_record(tmp_pa
 
 def test_malformed_answers_are_lost_episodes_and_a_subset_is_labelled_not_the_protocol(tmp_path, capsys):
     log = tmp_path / "malformed.jsonl"
-    with LoopbackServer(Script("malformed", keep=False)) as server:
+    with LoopbackServer(Script("bad-answers", keep=False)) as server:
         code, out, err = evaluate(capsys, server.base_url, log, "--boards", "6")
     assert code == 0, err
     assert outcomes(log) == {row.task_id: (False, 0, pytest.approx(-1.5)) for row in ROWS[:6]}

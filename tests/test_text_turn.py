@@ -21,7 +21,7 @@ from sokoban_tools.integrations.served import prompt
 from sokoban_tools.integrations.served.evaluate import main as evaluate_main
 from sokoban_tools.integrations.served.text_turn import ACTION_LOOKUP, TextTurn, history_lines
 from sokoban_tools.integrations.served.turn import Episode
-from sokoban_tools.pipeline.publish.loopback_model import LoopbackServer, Script, read_text_board
+from sokoban_tools.integrations.served.demo_model import LoopbackServer, Script, read_text_board
 from sokoban_tools.records.manifest import ManifestError, manifest_path, read_manifest
 from sokoban_tools.records.tasks import load_validation
 from sokoban_tools.runtime.env import render
@@ -88,7 +88,7 @@ def test_a_text_run_and_a_visual_run_compare_only_with_the_difference_allowed(tm
     with LoopbackServer(Script("shortest")) as server:
         for mode, history in (("rgb_array", 2), ("tiny_rgb_array", 2), ("tiny_rgb_array", 0)):
             logs[mode, history] = tmp_path / f"{mode}-{history}.jsonl"
-            code = evaluate_main(["--base-url", server.base_url, "--model", "loopback-vl", "--log",
+            code = evaluate_main(["--base-url", server.base_url, "--model", Script().model, "--log",
                                   str(logs[mode, history]), "--boards", "2", "--mode", mode,
                                   "--history-length", str(history)])
             assert code == 0, capsys.readouterr().err

@@ -50,7 +50,7 @@ def main(args: dict) -> dict:
 
     import sokoban_tools.integrations.verl_agent.hooks as integration
     from verl_agent_run import collate, launcher_overrides, placeholder_rows
-    from sokoban_tools.pipeline.publish.loopback_model import observation_policy, read_board, read_text_board
+    from sokoban_tools.integrations.served.demo_model import observation_policy, read_board, read_text_board
 
     process_image = verl_agent_process_image(tree)
     from agent_system.environments import make_envs

@@ -20,17 +20,16 @@ from sokoban_published import PUBLISHED_FILES
 
 from ..layout import ROOT, VALIDATION_DATA
 from ..protocol import STRATA, stratum_of
-from ..records.rows import DataError
-from ..records.episodes import EpisodeRecord, read_episodes
+from ..records.rows import BoardRow, DataError
+from ..records.episodes import EpisodeRecord
 from ..records.boards import board_file, board_file_from
 from ..records.manifest import BOARDS, manifest_path, read_manifest
 from ..records.tasks import load_validation
+from .inputs import incomplete_hint, read_log
 from .stats import wilson_interval
 
 DEFAULT_VALIDATION = ROOT / VALIDATION_DATA
 REPLAY_HINT = f"play the current {VALIDATION_DATA} again and log every board of each pass"
-INCOMPLETE_HINT = ("a run interrupted during validation leaves such a pass: resume or restart it with the "
-                   "patched trainer, which sets the pass aside, or move these rows out of the log")
 REPEATED_HINT = ("the log holds two runs' passes (a re-run in the same folder, or a resume without the "
                  "patched trainer, which sets them aside): give each run its own trainer.experiment_name or "
                  "env.fairness_log, or move one run's rows out of the log")
@@ -44,6 +43,7 @@ class BoardSet:
     task_ids: tuple[str, ...]
     lengths: np.ndarray
     strata: np.ndarray
+    rows: tuple[BoardRow, ...] = ()
 
     @classmethod
     def load(cls, path: Path | str | None = None, logs: list[Path] = ()) -> "BoardSet":
@@ -57,7 +57,7 @@ class BoardSet:
         rows = load_validation(board_file(VALIDATION_DATA, cache_first=True) if path is None else path)
         lengths = np.array([row.shortest_solution_length for row in rows])
         return cls(PUBLISHED_FILES[VALIDATION_DATA]["sha256"], tuple(row.task_id for row in rows),
-                   lengths, np.array([stratum_of(int(n)) for n in lengths]))
+                   lengths, np.array([stratum_of(int(n)) for n in lengths]), tuple(rows))
 
 
 def _recorded_board_file(logs: list[Path]) -> Path | None:
@@ -106,7 +106,7 @@ def read_logs(paths: list[Path]) -> Logs:
     log, or logs without a validation row, are refused naming the files."""
     rows, training, runs = [], 0, {}
     for path in paths:
-        records = read_episodes(path)
+        records = read_log(path)
         if not records:
             raise DataError(f"{path}: is empty, but an episode log holds one JSON line per finished episode; "
                             f"give the log the runtime wrote")
@@ -165,7 +165,8 @@ def group_rows(rows: list[LoggedRow], boards: BoardSet) -> list[Group]:
         if missing:
             shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
             raise DataError(f"{first}: an incomplete validation pass: {_name(key)} misses {len(missing)} of "
-                            f"the {len(position)} validation boards ({shown}); {INCOMPLETE_HINT}")
+                            f"the {len(position)} validation boards ({shown}); "
+                            f"{incomplete_hint(Path(first.rpartition(':')[0]), len(played), len(position))}")
         ordered = [played[task_id].record for task_id in boards.task_ids]
         groups.append(Group(*key, np.array([r.won for r in ordered]),
                             np.array([r.episode_return for r in ordered]), first))

@@ -61,50 +61,66 @@ COST_INTERVAL = 10.0  # seconds between writes of the costs into the manifest
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sokoban_tools evaluate", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    """The options; each help names its default, verl-agent's launcher setting where it has one."""
+    p = argparse.ArgumentParser(prog="python -m sokoban_tools evaluate", description=__doc__.split("\n\n")[0])
     p.add_argument("--base-url", required=True, help="the server's OpenAI-compatible URL, ending in /v1")
     p.add_argument("--model", required=True, help="the model as the server names it; recorded as the weights")
     p.add_argument("--revision", default=None, help="the weights' revision (commit) or digest, recorded")
     p.add_argument("--log", required=True, type=Path, help="the episode log (JSONL) to append to; the run "
                    "manifest goes beside it")
-    p.add_argument("--method", default=None, help="the method label of the records (default: --model)")
+    p.add_argument("--method", default=None, help="the method label of the records (default: the --model)")
     p.add_argument("--run", default=None, help="the run label of the records (default: seed<SEED>)")
-    p.add_argument("--update", type=int, default=0, help="the training update the weights are from (0: before "
-                   "training)")
+    p.add_argument("--update", type=int, default=0, help="the training update the weights are from (default: 0, "
+                   "before training)")
     p.add_argument("--resume", action="store_true", help="finish the evaluation already begun in --log: keep "
                    "its finished boards, play the others from their start")
     p.add_argument("--boards", type=int, default=None, metavar="N",
-                   help="play only the first N boards in stored order: a quick look, NOT the protocol")
+                   help="play only the first N boards in stored order: a quick look, NOT the protocol "
+                        "(default: all 256)")
     p.add_argument("--mode", choices=MODES, default=VISUAL_MODE,
                    help="verl-agent's env.sokoban.mode: rgb_array, the image turn of a vision-language model; "
-                        "tiny_rgb_array, the text turn (verl-agent's default) of any chat model")
+                        "tiny_rgb_array, the text turn (verl-agent's default) of any chat model (default: rgb_array)")
     p.add_argument("--history-length", type=int, default=LAUNCHER["history_length"],
-                   help="verl-agent's env.history_length: earlier turns a text prompt shows (0: none); "
-                        "a visual prompt shows none whatever it is, but it is recorded")
-    p.add_argument("--seed", type=int, default=0, help="the evaluation's seed, from which each request's is derived")
-    p.add_argument("--temperature", type=float, default=LAUNCHER["temperature"])
-    p.add_argument("--top-p", type=float, default=LAUNCHER["top_p"])
-    p.add_argument("--top-k", type=int, default=LAUNCHER["top_k"], help="-1: off")
-    p.add_argument("--greedy", action="store_true", help="greedy decoding (val_kwargs.do_sample=False)")
+                   help="verl-agent's env.history_length: earlier turns a text prompt shows, 0 for none; a visual "
+                        f"prompt shows none whatever it is, but it is recorded (default: {LAUNCHER['history_length']})")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the evaluation's seed, from which each request's is derived (default: 0)")
+    p.add_argument("--temperature", type=float, default=LAUNCHER["temperature"],
+                   help=f"sampling temperature (default: {LAUNCHER['temperature']}, verl-agent's val_kwargs)")
+    p.add_argument("--top-p", type=float, default=LAUNCHER["top_p"],
+                   help=f"nucleus sampling's top-p (default: {LAUNCHER['top_p']}, verl-agent's val_kwargs)")
+    p.add_argument("--top-k", type=int, default=LAUNCHER["top_k"],
+                   help=f"top-k sampling, -1 for off (default: {LAUNCHER['top_k']}, verl-agent's val_kwargs)")
+    p.add_argument("--greedy", action="store_true", help="greedy decoding (val_kwargs.do_sample=False) instead of "
+                   "sampling")
     p.add_argument("--max-tokens", type=int, default=LAUNCHER["response_length"],
-                   help="tokens an answer may have (data.max_response_length)")
-    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="turns an episode may take (env.max_steps)")
+                   help=f"tokens an answer may have (default: {LAUNCHER['response_length']}, "
+                        f"data.max_response_length)")
+    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                   help=f"turns an episode may take (default: {DEFAULT_MAX_STEPS}, env.max_steps)")
     p.add_argument("--max-prompt-length", type=int, default=LAUNCHER["max_prompt_length"],
-                   help="a prompt the server counts longer stops the run, as verl-agent's truncation='error' does")
-    p.add_argument("--concurrency", type=int, default=32, help="boards played at once")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds a request may take before it is retried")
-    p.add_argument("--retries", type=int, default=5, help="retries of a request on 429, 5xx, timeouts")
-    p.add_argument("--backoff", type=float, default=1.0, help="seconds before the first retry; doubles each time")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="the environment variable holding the API key (never written anywhere)")
+                   help=f"a prompt the server counts longer stops the run, as verl-agent's truncation='error' does "
+                        f"(default: {LAUNCHER['max_prompt_length']}, data.max_prompt_length)")
+    p.add_argument("--concurrency", type=int, default=32, help="boards played at once (default: 32)")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds a request may take before it is retried (default: 120)")
+    p.add_argument("--retries", type=int, default=5, help="retries of a request on 429, 5xx, timeouts (default: 5)")
+    p.add_argument("--backoff", type=float, default=1.0,
+                   help="seconds before the first retry; doubles each time (default: 1)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VARIABLE",
+                   help="the environment variable holding the API key, never written anywhere (default: "
+                        "OPENAI_API_KEY; if unset, a placeholder key, which a local server takes)")
     p.add_argument("--server-kind", default=None,
                    help="what serves the model, recorded (default: the owner the server lists, e.g. vllm)")
     p.add_argument("--settings-from", type=Path, default=None, metavar="MANIFEST",
                    help="the run manifest of the training run the weights come from: its training settings "
                         "are recorded, so compare checks the rest against that run")
-    p.add_argument("--dataset-dir", type=Path, default=None, help="a local copy of the dataset repository")
-    p.add_argument("--hub-revision", default=None, help="the Hub revision to take the boards from")
+    boards = p.add_mutually_exclusive_group()
+    boards.add_argument("--dataset-dir", type=Path, default=None, metavar="FOLDER",
+                        help="a local copy of the dataset repository to take the boards from (default: the clone "
+                             "this runs from, else the pinned release on the Hub)")
+    boards.add_argument("--hub-revision", default=None, metavar="REVISION",
+                        help="the Hub revision to take the boards from (default: the pinned release)")
     return p
 
 

@@ -1,26 +1,32 @@
-"""A scripted model behind a real OpenAI-compatible HTTP server on 127.0.0.1.
+"""A demo model behind a real OpenAI-compatible HTTP server on 127.0.0.1.
 
-What ``evaluate`` is tested and timed against (``tests/test_evaluate.py``, the
+    python -m sokoban_tools demo-model [--policy random|shortest|bad-answers|mixed] [--port 8000]
+
+Something to point ``evaluate`` at without a GPU (the quick start does), and what
+``evaluate`` is tested and timed against (``tests/test_evaluate.py``, the
 ``benchmark`` rows): a :class:`LoopbackServer` (``http.server`` in a thread, loopback
 only, bounded request size) answering ``GET /v1/models`` and ``POST
 /v1/chat/completions`` as vLLM does. The "model" sees only the request: from a visual
 turn (a list of parts) it decodes the PNG data URL and reads the board from the pixels
 (:func:`read_board`: each 16x16 tile of the frame matched against the renderer's
 tiles); from a text turn (a plain string) it reads the current grid of the prompt
-(:func:`read_text_board`). It answers by its :class:`Script`:
-a shortest path, a seeded random move, malformed text, slowly, with 429/500 bursts,
-or it dies after a number of requests (its socket closed, so the next connection is
-refused). Every request it answered is kept (:attr:`LoopbackServer.seen`) for the
-tests to compare with what verl-agent's own code builds.
+(:func:`read_text_board`). It answers by its policy (:data:`POLICIES`) in the format
+verl-agent's projection reads (``<think>...</think><action>up</action>``). For the
+tests a :class:`Script` also makes it slow, answer 429/500 bursts, or die after a
+number of requests (its socket closed, so the next connection is refused); every
+request it answered is kept (:attr:`LoopbackServer.seen`) for the tests to compare
+with what verl-agent's own code builds.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import io
 import json
 import random
+import signal
 import sys
 import threading
 import time
@@ -129,10 +135,14 @@ def observation_policy(board: Board, seed: int = 0) -> str:
     return answer_text(next_on_shortest_path(board), think=kind % 3 != 0)
 
 
+# The policies by the name ``demo-model --policy`` takes, with what each shows.
 POLICIES: dict[str, Callable[[Board, int], str]] = {
-    "shortest": shortest_policy, "random": random_policy, "malformed": malformed_policy,
-    "observation": observation_policy,
+    "random": random_policy,  # a move uniform over up/down/left/right: the random floor
+    "shortest": shortest_policy,  # the next move of a shortest solution: every board solved
+    "bad-answers": malformed_policy,  # answers the projection cannot read: every turn is action 0
+    "mixed": observation_policy,  # mostly shortest, some wasted moves and bad answers
 }
+DEMO_MODEL = "sokoban-demo"
 
 
 @dataclass
@@ -142,7 +152,7 @@ class Script:
     before the server closes; ``delay``: seconds before each answer, ``slow`` before some."""
 
     policy: str = "shortest"
-    model: str = "loopback-vl"
+    model: str = DEMO_MODEL
     api_key: str | None = None
     fail: dict[int, int] = field(default_factory=dict)
     die_after: int | None = None
@@ -169,7 +179,7 @@ class Seen:
 class LoopbackServer:
     """A :class:`Script` served at :attr:`base_url` until :meth:`close` (a context manager)."""
 
-    def __init__(self, script: Script):
+    def __init__(self, script: Script, port: int = 0):
         self.script = script
         self.seen: list[Seen] = []
         self.requests = 0
@@ -177,7 +187,7 @@ class LoopbackServer:
         self.closed = threading.Event()
         self.listening = True
         self.closing = threading.Lock()
-        self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
+        self.server = _QuietServer(("127.0.0.1", port), _handler(self))
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
@@ -333,3 +343,44 @@ def _handler(owner: LoopbackServer):
             self._send(*result)
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``demo-model``: serve a policy at http://127.0.0.1:PORT/v1 until Ctrl-C or SIGTERM."""
+    parser = argparse.ArgumentParser(
+        prog="python -m sokoban_tools demo-model",
+        description="Serve a demo model on 127.0.0.1 through an OpenAI-compatible API, to try evaluate without a "
+                    "GPU. It reads the board from the image and answers in the format verl-agent's projection "
+                    "reads: <think>...</think><action>up</action>.")
+    parser.add_argument("--policy", choices=list(POLICIES), default="random",
+                        help="how it answers: random (a uniform move; scores the exact random floor of "
+                             "fairness/baselines.json), shortest (solves every board), bad-answers (text the "
+                             "projection cannot read), mixed (mostly shortest, some wasted moves and bad answers); "
+                             "default: random")
+    parser.add_argument("--port", type=int, default=8000,
+                        help="the port on 127.0.0.1 to listen on, 0 for any free one (default: 8000)")
+    parser.add_argument("--model", default=DEMO_MODEL,
+                        help=f"the name it serves, which evaluate's --model gives (default: {DEMO_MODEL})")
+    parser.add_argument("--api-key", default=None,
+                        help="refuse requests without this key (default: any request is answered)")
+    args = parser.parse_args(argv)
+    try:
+        server = LoopbackServer(Script(args.policy, model=args.model, api_key=args.api_key, keep=False), args.port)
+    except OSError as err:
+        print(f"error: cannot listen on 127.0.0.1:{args.port} ({err.strerror}); give another --port, or --port 0 "
+              f"for a free one", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(f"demo model {args.model!r} (policy {args.policy}) serving at {server.base_url}; Ctrl-C stops it\n"
+          f"evaluate it with: python -m sokoban_tools evaluate --base-url {server.base_url} --model {args.model} "
+          f"--log runs/demo.jsonl", flush=True)
+    try:
+        while not stop.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    print(f"demo model stopped after {server.requests} requests", flush=True)
+    return 0
