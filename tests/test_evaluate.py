@@ -346,3 +346,108 @@ def test_resume_with_another_seed_under_the_same_run_label_is_refused_before_a_b
         assert server.requests == requests
     stopped_with_one_line(code, err, "request seed 4", "--seed 5", "mix request seeds")
     assert (log.read_bytes(), manifest_path(log).read_bytes()) == before
+
+
+class OddServer:
+    """A server that answers chat completions with what is not one (``kind``): HTTP 200 without
+    ``choices``, with an ``{"error": ...}`` body or an HTML page, or a body one byte per 0.5 s;
+    ``models_html`` answers ``/v1/models`` with an HTML page."""
+
+    def __init__(self, kind: str, models_html: bool = False):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        import threading
+
+        owner = self
+        self.posts = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def send(self, body: bytes, content_type: str, trickle: bool = False) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                step = 1 if trickle else len(body)
+                try:
+                    for i in range(0, len(body), step):
+                        self.wfile.write(body[i:i + step])
+                        self.wfile.flush()
+                        time.sleep(0.5 if trickle else 0)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up, as it should
+
+            def do_GET(self):
+                if models_html:
+                    self.send(b"<!DOCTYPE html><html><body>Welcome to nginx!</body></html>", "text/html")
+                else:
+                    self.send(json.dumps({"object": "list", "data": [{"id": MODEL, "owned_by": "odd"}]}).encode(),
+                              "application/json")
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                owner.posts += 1
+                answer = json.dumps({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {
+                    "role": "assistant", "content": "<answer>Up</answer>"}, "finish_reason": "stop"}]}).encode()
+                if kind == "no choices":
+                    self.send(json.dumps({"id": "x", "object": "chat.completion", "model": MODEL}).encode(),
+                              "application/json")
+                elif kind == "error body":
+                    self.send(json.dumps({"error": {"message": "the model is overloaded", "code": 503}}).encode(),
+                              "application/json")
+                elif kind == "html page":
+                    self.send(b"<html><head><title>Login</title></head><body>Sign in</body></html>", "text/html")
+                else:  # trickle: a whole answer, one byte every 0.5 s (about 50 s)
+                    self.send(answer, "application/json", trickle=True)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://someone:hunter2@127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("no choices", ["without them", "not a completion"]),
+    ("error body", ["an error (the model is overloaded)", "not a completion"]),
+    ("html page", ["an HTML page", "not a completion"]),
+])
+def test_a_server_that_answers_200_without_a_completion_stops_the_run_instead_of_logging_losses(
+        tmp_path, capsys, kind, words):
+    log = tmp_path / "odd.jsonl"
+    with OddServer(kind) as server:
+        code, _, err = evaluate(capsys, server.url, log, "--boards", "2", "--concurrency", "1")
+        assert server.posts == 1  # the first such answer stops the run; it is not retried
+    stopped_with_one_line(code, err, *words)
+    assert "hunter2" not in err and "someone" not in err
+    assert not log.exists() or read_episodes(log) == []  # no board logged as lost
+
+
+def test_an_html_model_list_stops_in_one_line_and_a_password_in_the_url_is_never_shown(tmp_path, capsys):
+    with OddServer("no choices", models_html=True) as server:
+        code, _, err = evaluate(capsys, server.url, tmp_path / "log.jsonl", "--boards", "1")
+    stopped_with_one_line(code, err, "/v1/models answered an HTML page", "not a list of models")
+    assert "hunter2" not in err
+    code, _, err = evaluate(capsys, f"http://someone:hunter2@127.0.0.1:{free_port()}/v1", tmp_path / "log.jsonl")
+    stopped_with_one_line(code, err, "cannot connect to http://127.0.0.1:")
+    assert "hunter2" not in err and "someone" not in err
+
+
+def test_timeout_bounds_the_whole_request_so_a_trickled_answer_cannot_hold_the_run(tmp_path, capsys):
+    started = time.monotonic()
+    with OddServer("trickle") as server:
+        code, _, err = evaluate(capsys, server.url, tmp_path / "slow.jsonl", "--boards", "1", "--timeout", "3",
+                                "--retries", "1")
+    took = time.monotonic() - started
+    stopped_with_one_line(code, err, "kept failing", "over --timeout 3 s", "after 1 retries")
+    assert "hunter2" not in err
+    assert took < 25, took  # two attempts of 3 s and a backoff, not the 50 s a trickled answer takes each

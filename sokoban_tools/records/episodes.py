@@ -225,6 +225,26 @@ def _take_lock(log: Path) -> int:
     return fd
 
 
+def log_holder(log: Path | str) -> str | None:
+    """Who writes the log at ``log`` now, as its lock file says (pid, host, start), when that
+    process is alive on this host; ``None`` otherwise. Reads only: a reader never takes the
+    lock, so a writer starting at the same moment is never refused because of it."""
+    try:
+        text = lock_path(log).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    match = re.fullmatch(r"pid (\d+) on (\S+), since .*", text)
+    if match is None or match.group(2) != socket.gethostname():
+        return None
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return None  # its writer died: the kernel dropped the lock, the file stays
+    except PermissionError:
+        pass  # alive, another user's
+    return text
+
+
 class EpisodeWriter:
     """The one writer of an episode log in this process (:func:`episode_writer`): it holds
     the log's lock (see the module docstring), and every append and every :func:`set_aside`

@@ -31,7 +31,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import PIL
 
@@ -46,7 +46,7 @@ from ...files import json_document, write_atomic
 from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, manifest_path,
                                  new_manifest, read_manifest, write_manifest)
 from ...records.rows import BoardRow, DataError
-from .client import Decoding, ServedModel, Stop
+from .client import Decoding, ServedModel, Stop, public_url, without_credentials
 from .prompt import TEXT_PROMPT_NO_HISTORY_SHA256, TEXT_PROMPT_SHA256, UPSTREAM_COMMIT, VISUAL_PROMPT_SHA256
 from .turn import MIN_PIXELS, MODES, VISUAL_MODE, Episode, request_seed
 
@@ -142,7 +142,8 @@ def check_options(p: argparse.ArgumentParser, args) -> None:
     if args.boards is not None and args.boards > VALIDATION_SIZE:
         p.error(f"--boards is at most {VALIDATION_SIZE}, the validation boards")
     if urlsplit(args.base_url).scheme not in ("http", "https"):
-        p.error(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {args.base_url!r}")
+        p.error(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, "
+                f"got {without_credentials(args.base_url)!r}")
     for name in ("model", "method", "run", "revision", "server_kind"):
         value = getattr(args, name)
         if value is not None and not value.strip():
@@ -158,14 +159,6 @@ def api_key(args) -> str:
     if key is None and args.api_key_env != "OPENAI_API_KEY":
         raise Stop(f"the environment variable {args.api_key_env} (--api-key-env) is not set: export the key in it")
     return key or "EMPTY"
-
-
-def public_url(url: str) -> str:
-    """``url`` without credentials or query, as the manifest may show it."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
-    return urlunsplit((parts.scheme, host + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
 
 
 def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dict:
@@ -301,11 +294,17 @@ class Evaluation:
         while not episode.done:
             if self.stop.is_set():
                 return None
-            answer = self.model.complete(episode.messages(), request_seed(self.args.seed, row.task_id, episode.turns))
-            if answer.prompt_tokens is not None and answer.prompt_tokens > self.args.max_prompt_length:
-                raise Stop(f"the server counts {answer.prompt_tokens} prompt tokens, over --max-prompt-length "
-                           f"{self.args.max_prompt_length} (data.max_prompt_length), a prompt verl-agent's "
-                           f"validation refuses: serve the model verl-agent trains, or raise both limits together")
+            try:
+                answer = self.model.complete(episode.messages(),
+                                             request_seed(self.args.seed, row.task_id, episode.turns))
+                if answer.prompt_tokens is not None and answer.prompt_tokens > self.args.max_prompt_length:
+                    raise Stop(f"the server counts {answer.prompt_tokens} prompt tokens, over --max-prompt-length "
+                               f"{self.args.max_prompt_length} (data.max_prompt_length), a prompt verl-agent's "
+                               f"validation refuses: serve the model verl-agent trains, or raise both limits "
+                               f"together")
+            except BaseException:
+                self.stop.set()  # at once: no other board asks the server again
+                raise
             episode.answer(answer.text)
         record = episode.record(self.args.method, self.args.run, self.args.update, self.sha256)
         with self.lock:  # a finished episode is recorded even if the run is stopping
@@ -367,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         writer = episode_writer(args.log)  # the log's lock, held for the run, before anything is written
     except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
         return 1
     with writer:
         return evaluate(args, writer)
@@ -387,7 +386,7 @@ def evaluate(args, writer: EpisodeWriter) -> int:
         server_kind = args.server_kind or model.check() or "openai-compatible"
         record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)), resuming=bool(held))
     except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
         return 1
     evaluation = Evaluation(args, model, rows, sha256, held, writer)
     if held:
@@ -399,10 +398,10 @@ def evaluate(args, writer: EpisodeWriter) -> int:
               f"--resume to finish", file=sys.stderr)
         return 130
     except (ManifestError, OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
         return 1
     if failure is not None:
-        print(f"error: {failure}", file=sys.stderr)
+        print(f"error: {without_credentials(str(failure))}", file=sys.stderr)
         print(f"{evaluation.played} of {len(rows)} boards are in {args.log}; once fixed, run the same command with "
               f"--resume to play the rest", file=sys.stderr)
         return 1
