@@ -139,13 +139,15 @@ def test_random_model_succeeds_within_its_exact_baselines_interval(tmp_path, cap
 
 
 @pytest.mark.slow
-def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(tmp_path, capsys):
+@pytest.mark.parametrize("mode,history", [("rgb_array", 2), ("tiny_rgb_array", 2), ("tiny_rgb_array", 0)])
+def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(tmp_path, capsys, mode, history):
     tree = patched_copy(tmp_path / "verl-agent")
     assert (tree / "UPSTREAM_COMMIT").read_text(encoding="utf-8").strip() == UPSTREAM_COMMIT  # the prompt's source
     work = tmp_path / "work"
     work.mkdir()
-    runner = subprocess.Popen([sys.executable, str(SERVED_RUNNER), json.dumps({"tree": str(tree), "work": str(work)})],
-                              cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    runner = subprocess.Popen([sys.executable, str(SERVED_RUNNER), json.dumps(
+        {"tree": str(tree), "work": str(work), "mode": mode, "history_length": history})],
+        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     trainer_manifest = manifest_path(work / "trainer.jsonl")
     deadline = time.monotonic() + 300
     while not trainer_manifest.exists() and runner.poll() is None and time.monotonic() < deadline:
@@ -153,7 +155,8 @@ def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(
     log = tmp_path / "served.jsonl"
     with LoopbackServer(Script("mixed")) as server:
         code, _, err = evaluate(capsys, server.base_url, log, "--concurrency", "8", "--method", "served",
-                                "--settings-from", str(trainer_manifest))
+                                "--settings-from", str(trainer_manifest), "--mode", mode,
+                                "--history-length", str(history))
     out, runner_err = runner.communicate(timeout=600)
     assert runner.returncode == 0, runner_err[-3000:]
     assert code == 0, err
@@ -166,7 +169,14 @@ def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(
     sent = Counter((seen.text, seen.image_sha256, seen.image_shape, seen.answer) for seen in server.seen)
     made = Counter((text, digest, tuple(shape), answer) for text, digest, shape, answer in report["inputs"])
     assert sent == made
-    assert {text for text, *_ in report["inputs"]} == {VISUAL_PROMPT}
+    texts = {text for text, *_ in report["inputs"]}
+    if mode == "rgb_array":
+        assert texts == {VISUAL_PROMPT}
+    else:  # every board's own grid; with history, SimpleMemory's lines after the first turn
+        assert all(seen.image_shape == () for seen in server.seen) and len(texts) > 256
+        with_history = [text for text in texts if "Prior to this step, you have already taken" in text]
+        assert bool(with_history) == (history > 0)
+        assert any("Action 2: '" in text and "Observation 1" not in text for text in with_history) == (history > 0)
     # the trainer's own validation and the served evaluation compare with one intended difference
     comparison = compare.compare([log], [Path(report["log"])], allowed=["initial_weights.model"])
     assert comparison["settings"]["checked"]

@@ -214,6 +214,20 @@ def test_clone__validation_plays_every_board_once_in_stored_order_and_the_log_sc
     assert 0 < sum(entry["passes"][0]["won"]) < 256  # the malformed answers lose some boards
 
 
+def test_clone__text_mode_trains_and_validates_through_the_patch_as_the_visual_mode_does(tmp_path):
+    # verl-agent's own default mode: the manager shows the text grid, SimpleMemory's history after turn 1
+    require("torch", "omegaconf", "hydra", "pyarrow")
+    tree = patched_copy(tmp_path / "verl-agent")
+    report = run(sys.executable, tree, tmp_path / "work", val_batch_sizes=[128], backend="local",
+                 mode="tiny_rgb_array", updates=[0])
+    assert "env.sokoban.mode=tiny_rgb_array" in report["overrides"]
+    assert "env.sokoban.mode=rgb_array" not in report["overrides"]
+    check_passes(report, {128: [128] * 2}, [sys.executable, "-m", "sokoban_tools", "score"])
+    settings = read_manifest(manifest_path(report["validation"]["128"]["log"]))["settings"]
+    assert settings["image_processing.observation"] == "tiny_rgb_array"
+    assert settings["image_processing.history_length"] == 2
+
+
 # --- From the wheel, outside the clone, boards from the loopback Hub ------------------------
 
 def git(directory: Path, *args: str) -> str:
