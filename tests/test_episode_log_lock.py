@@ -90,7 +90,7 @@ def test_a_log_in_a_place_no_log_can_be_is_refused_before_anything_is_written(tm
 
 def test_evaluate_on_a_log_another_process_writes_is_refused_before_the_server_is_asked(held, capsys):
     from sokoban_tools.integrations.served.evaluate import main as evaluate_main
-    from sokoban_tools.pipeline.publish.loopback_model import LoopbackServer, Script
+    from sokoban_tools.integrations.served.demo_model import LoopbackServer, Script
 
     log, holder = held
     with LoopbackServer(Script("shortest", keep=False)) as server:

@@ -4,7 +4,10 @@
     python -m sokoban_tools score LOG [LOG ...] --json   # the same as JSON
 
 Each (method, run, update) group must be one complete pass over the published
-256 validation boards (see :mod:`sokoban_tools.evaluation.scoring` for what is refused).
+256 validation boards (see :mod:`sokoban_tools.evaluation.scoring` for what is refused),
+except a run's last pass while it is being written, or cut by a run that stopped and
+will resume: the complete passes are scored and that one is named, not scored, so a
+trainer can watch a run that is validating right now.
 Intervals are Wilson score intervals; training rows are counted and ignored.
 Beside the passes stand the boards' exact floors, uniformly random policies,
 and ceiling, an optimal policy (:mod:`sokoban_tools.evaluation.baselines`). The
@@ -30,7 +33,7 @@ from ..records.boards import BoardsNotFound
 from .baselines import reference_lines
 from .inputs import check_manifest_methods
 from .schedule import check_schedule, describe
-from .scoring import BoardSet, check_board_set, group_rows, read_logs, score_group
+from .scoring import BoardSet, check_board_set, passes, read_logs, score_group
 
 INTERVAL = "Wilson score 95% interval"
 
@@ -41,7 +44,8 @@ def score(paths: list[Path], validation: Path | None = None) -> dict:
     check_manifest_methods(logs.rows)
     boards = BoardSet.load(validation, paths)
     check_board_set(logs.rows, boards)
-    groups = [score_group(group, boards) for group in group_rows(logs.rows, boards)]
+    complete, in_progress = passes(logs.rows, boards, logs.runs)
+    groups = [score_group(group, boards) for group in complete]
     return {
         "logs": [str(path) for path in paths],
         "evaluation_sha256": boards.sha256,
@@ -49,6 +53,8 @@ def score(paths: list[Path], validation: Path | None = None) -> dict:
         "validation_rows": len(logs.rows),
         "training_rows_ignored": logs.training_rows,
         "groups": groups,
+        "in_progress": [{"method": p.method, "run": p.run, "update": p.update, "log": p.log, "boards_logged": p.played,
+                         "boards": p.boards, "writer": p.holder} for p in in_progress],
         "baselines": reference_lines(list(boards.rows)),
         "schedule": [entry for path in paths for entry in check_schedule(path, logs.runs[path])],
     }
@@ -72,6 +78,14 @@ def reference_rows(baselines: dict, strata: list[str]) -> list[list[str]]:
              *[f"{baselines['by_stratum'][s][name]['success']:.1%}" for s in strata],
              f"{entry['expected_return']:.2f}"]
             for name, entry in baselines["overall"].items()]
+
+
+def in_progress_line(entry: dict) -> str:
+    """One line on a pass in progress of a :func:`score` report."""
+    now = (f"being written now ({entry['writer']})" if entry["writer"] else
+           "cut short: its run stopped while validating (resuming the run plays the pass again)")
+    return (f"{entry['method']} {entry['run']} update {entry['update']} ({Path(entry['log']).name}): "
+            f"{entry['boards_logged']} of {entry['boards']} boards logged, {now}; not scored")
 
 
 def render(report: dict) -> str:
@@ -102,6 +116,9 @@ def render(report: dict) -> str:
          *[f"{g['by_length'][n]['wins']}/{g['by_length'][n]['boards']}" for n in lengths]]
         for g in groups
     ]))
+    if report["in_progress"]:
+        lines += ["", "Passes in progress (incomplete, each its run's last; the complete passes above are scored):", ""]
+        lines += [in_progress_line(entry) for entry in report["in_progress"]]
     lines += ["", "Schedule and history:", ""] + [describe(entry) for entry in report["schedule"]]
     return "\n".join(lines)
 

@@ -89,14 +89,12 @@ def play_pass(method: str, run: int, update: int, boards: list[BoardRow], digest
     records, searches = [], 0
     for row in boards:
         observation, _ = env.reset(row)
-        total, done, info = 0.0, False, {"won": False}
+        done = False
         while not done:
             action, searched = choose(observation, follow, rng)
             searches += searched
-            observation, reward, done, info = env.step(action)
-            total += reward
-        records.append(EpisodeRecord(method, f"seed-{run}", "validation", update, row.task_id,
-                                     info["won"], env.num_env_steps, total, digest))
+            observation, _, done, _ = env.step(action)
+        records.append(env.tally.record(method, f"seed-{run}", "validation", update, row.task_id, digest))
     return records, searches
 
 

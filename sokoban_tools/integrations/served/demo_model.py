@@ -1,4 +1,4 @@
-"""A demo "vision-language model" behind a real OpenAI-compatible HTTP server on 127.0.0.1.
+"""A demo model behind a real OpenAI-compatible HTTP server on 127.0.0.1.
 
     python -m sokoban_tools demo-model [--policy random|shortest|bad-answers|mixed] [--port 8000]
 
@@ -6,15 +6,16 @@ Something to point ``evaluate`` at without a GPU (the quick start does), and wha
 ``evaluate`` is tested and timed against (``tests/test_evaluate.py``, the
 ``benchmark`` rows): a :class:`LoopbackServer` (``http.server`` in a thread, loopback
 only, bounded request size) answering ``GET /v1/models`` and ``POST
-/v1/chat/completions`` as vLLM does. The "model" sees only the request: it decodes the
-PNG data URL, reads the board from the pixels (:func:`read_board`: each 16x16 tile of
-the frame matched against the renderer's tiles) and answers by its policy
-(:data:`POLICIES`) in the format verl-agent's projection reads
-(``<think>...</think><action>up</action>``). For the tests a :class:`Script` also
-makes it slow, answer 429/500 bursts, or die after a number of requests (its socket
-closed, so the next connection is refused); every request it answered is kept
-(:attr:`LoopbackServer.seen`) for the tests to compare with what verl-agent's own code
-builds.
+/v1/chat/completions`` as vLLM does. The "model" sees only the request: from a visual
+turn (a list of parts) it decodes the PNG data URL and reads the board from the pixels
+(:func:`read_board`: each 16x16 tile of the frame matched against the renderer's
+tiles); from a text turn (a plain string) it reads the current grid of the prompt
+(:func:`read_text_board`). It answers by its policy (:data:`POLICIES`) in the format
+verl-agent's projection reads (``<think>...</think><action>up</action>``). For the
+tests a :class:`Script` also makes it slow, answer 429/500 bursts, or die after a
+number of requests (its socket closed, so the next connection is refused); every
+request it answered is kept (:attr:`LoopbackServer.seen`) for the tests to compare
+with what verl-agent's own code builds.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ FRAME = 96  # the environment's frame: 6x6 tiles of 16 pixels
 TILE_CODES = ((WALL, WALL), (FLOOR, FLOOR), (TARGET, TARGET), (TARGET, 3), (FLOOR, 4), (FLOOR, PLAYER),
               (TARGET, PLAYER))
 TILES = np.stack([render_rgb([[f]], [[s]]) for f, s in TILE_CODES]).astype(np.float32)  # (7, 16, 16, 3)
+# the tiny_rgb_array cell of each state code, as the runtime renders it; state code i is TILE_CODES[i]
+TEXT_CELLS = {f" {symbol} \t": code for code, symbol in enumerate(("#", "_", "O", "\u221a", "X", "P", "S"))}
+CURRENT_GRID = "current observation is:\n"
 MALFORMED = ("I would push the box.", "<think>hm</think><action>jump</action>", "",
              "<think>x</think></action>up<action>", "<think>🙂</think><ACTION>stay</ACTION>")
 
@@ -60,6 +64,22 @@ def read_board(pixels: np.ndarray) -> Board:
     cells = frame.astype(np.float32).reshape(6, TILE_SIZE, 6, TILE_SIZE, 3).swapaxes(1, 2)
     distance = ((cells[:, :, None] - TILES[None, None]) ** 2).sum(axis=(3, 4, 5))
     codes = np.asarray(TILE_CODES)[distance.argmin(axis=2)]
+    return Board.from_rooms(codes[..., 0], codes[..., 1])
+
+
+def read_text_board(prompt: str) -> Board:
+    """The position of the current grid of a text turn's ``prompt`` (the one after
+    "current observation is:", up to the line of admissible actions)."""
+    if CURRENT_GRID not in prompt:
+        raise ValueError("the prompt shows no current observation")
+    grid = prompt.rsplit(CURRENT_GRID, 1)[1].split("\nYour admissible actions", 1)[0]
+    codes = []
+    for line in grid.split("\n"):
+        cells = [line[i:i + 4] for i in range(0, len(line), 4)]
+        if not cells or any(cell not in TEXT_CELLS for cell in cells):
+            raise ValueError(f"not a tiny_rgb_array row: {line!r}")
+        codes.append([TILE_CODES[TEXT_CELLS[cell]] for cell in cells])
+    codes = np.asarray(codes)
     return Board.from_rooms(codes[..., 0], codes[..., 1])
 
 
@@ -145,7 +165,8 @@ class Script:
 @dataclass(frozen=True)
 class Seen:
     """One request the model answered: the user text with ``<image>`` where the image was,
-    the image's pixels (digest and shape), the request's seed and sampling fields, the answer."""
+    the image's pixels (digest and shape; empty for a text turn), the request's seed and
+    sampling fields, the answer."""
 
     text: str
     image_sha256: str  # of the pixels' bytes
@@ -211,18 +232,26 @@ class LoopbackServer:
         messages = body.get("messages")
         if not isinstance(messages, list) or len(messages) != 1 or messages[0].get("role") != "user":
             return 400, _error("expected one user message")
-        text, urls = [], []
-        for part in messages[0]["content"]:
-            if part["type"] == "text":
-                text.append(part["text"])
-            elif part["type"] == "image_url":
-                text.append("<image>")
-                urls.append(part["image_url"]["url"])
-        if urls and not script.images:
-            return 400, _error("loopback-text is not a multimodal model: image input is not supported")
-        if len(urls) != 1:
-            return 400, _error(f"expected one image, got {len(urls)}")
-        board, digest, shape = _look(urls[0])
+        content = messages[0].get("content")
+        if isinstance(content, str):  # a text turn: the grid is in the prompt
+            text = [content]
+            try:
+                board, digest, shape = read_text_board(content), "", ()
+            except ValueError as err:
+                return 400, _error(f"a text turn without a readable grid: {err}")
+        else:
+            text, urls = [], []
+            for part in content:
+                if part["type"] == "text":
+                    text.append(part["text"])
+                elif part["type"] == "image_url":
+                    text.append("<image>")
+                    urls.append(part["image_url"]["url"])
+            if urls and not script.images:
+                return 400, _error("loopback-text is not a multimodal model: image input is not supported")
+            if len(urls) != 1:
+                return 400, _error(f"expected one image, got {len(urls)}")
+            board, digest, shape = _look(urls[0])
         seed = body.get("seed")
         answer = POLICIES[script.policy](board, seed if seed is not None else 0)
         if script.delay or number in script.slow:

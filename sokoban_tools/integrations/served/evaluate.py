@@ -1,10 +1,14 @@
-"""``python -m sokoban_tools evaluate``: a served vision-language model on the 256 validation boards.
+"""``python -m sokoban_tools evaluate``: a served model on the 256 validation boards.
 
     python -m sokoban_tools evaluate --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-VL-3B-Instruct \\
         --log runs/qwen3b-base.jsonl [--method NAME --run NAME --update N] [--resume]
+    python -m sokoban_tools evaluate --mode tiny_rgb_array --history-length 2 --base-url ... --model ... --log ...
 
 Each board is played from its stored start as verl-agent's validation plays it
-(:mod:`.turn`), against any OpenAI-compatible chat-completions server, boards
+(:mod:`.turn`), with its visual turn (``--mode rgb_array``, the default: a
+vision-language model) or its text turn (``--mode tiny_rgb_array``, verl-agent's own
+default: any chat model, :mod:`.text_turn`), against any OpenAI-compatible
+chat-completions server, boards
 ``--concurrency`` at a time. Every finished board's record is appended to the
 episode log at once, and the run manifest beside it (written before the first
 request) states the model, decoding, image processing and horizon, and the costs
@@ -27,7 +31,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import PIL
 
@@ -42,17 +46,17 @@ from ...files import json_document, write_atomic
 from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, manifest_path,
                                  new_manifest, read_manifest, write_manifest)
 from ...records.rows import BoardRow, DataError
-from .client import Decoding, ServedModel, Stop
-from .prompt import UPSTREAM_COMMIT, VISUAL_PROMPT_SHA256
-from .turn import MIN_PIXELS, Episode, request_seed
+from .client import Decoding, ServedModel, Stop, public_url, without_credentials
+from .prompt import TEXT_PROMPT_NO_HISTORY_SHA256, TEXT_PROMPT_SHA256, UPSTREAM_COMMIT, VISUAL_PROMPT_SHA256
+from .turn import MIN_PIXELS, MODES, VISUAL_MODE, Episode, request_seed
 
 # verl-agent's launcher (run_sokoban.sh) and config (ppo_trainer.yaml) at UPSTREAM_COMMIT
 LAUNCHER = {"temperature": 0.4, "do_sample": True, "top_p": 1.0, "top_k": -1, "response_length": 512,
             "max_prompt_length": 1024, "history_length": 2}
 # the settings an evaluation plays; the others describe how the weights were trained
 PLAYED = ("initial_weights.model", "initial_weights.revision", "image_processing.observation",
-          "image_processing.max_prompt_length", "action_horizon", "reward.step", "reward.box_on_target",
-          "reward.box_off_target", "reward.solved")
+          "image_processing.max_prompt_length", "image_processing.history_length", "action_horizon", "reward.step",
+          "reward.box_on_target", "reward.box_off_target", "reward.solved")
 COST_INTERVAL = 10.0  # seconds between writes of the costs into the manifest
 
 
@@ -73,6 +77,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--boards", type=int, default=None, metavar="N",
                    help="play only the first N boards in stored order: a quick look, NOT the protocol "
                         "(default: all 256)")
+    p.add_argument("--mode", choices=MODES, default=VISUAL_MODE,
+                   help="verl-agent's env.sokoban.mode: rgb_array, the image turn of a vision-language model; "
+                        "tiny_rgb_array, the text turn (verl-agent's default) of any chat model (default: rgb_array)")
+    p.add_argument("--history-length", type=int, default=LAUNCHER["history_length"],
+                   help="verl-agent's env.history_length: earlier turns a text prompt shows, 0 for none; a visual "
+                        f"prompt shows none whatever it is, but it is recorded (default: {LAUNCHER['history_length']})")
     p.add_argument("--seed", type=int, default=0,
                    help="the evaluation's seed, from which each request's is derived (default: 0)")
     p.add_argument("--temperature", type=float, default=LAUNCHER["temperature"],
@@ -118,7 +128,8 @@ MAX_WAIT = 86_400  # seconds: past this a wait is no setting but a typo (and inf
 
 
 def check_options(p: argparse.ArgumentParser, args) -> None:
-    for name, low in (("update", 0), ("boards", 1), ("max_tokens", 1), ("max_steps", 1), ("max_prompt_length", 1),
+    for name, low in (("update", 0), ("history_length", 0), ("boards", 1), ("max_tokens", 1), ("max_steps", 1),
+                      ("max_prompt_length", 1),
                       ("concurrency", 1), ("retries", 0)):
         value = getattr(args, name)
         if value is not None and value < low:
@@ -131,7 +142,8 @@ def check_options(p: argparse.ArgumentParser, args) -> None:
     if args.boards is not None and args.boards > VALIDATION_SIZE:
         p.error(f"--boards is at most {VALIDATION_SIZE}, the validation boards")
     if urlsplit(args.base_url).scheme not in ("http", "https"):
-        p.error(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {args.base_url!r}")
+        p.error(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, "
+                f"got {without_credentials(args.base_url)!r}")
     for name in ("model", "method", "run", "revision", "server_kind"):
         value = getattr(args, name)
         if value is not None and not value.strip():
@@ -149,14 +161,6 @@ def api_key(args) -> str:
     return key or "EMPTY"
 
 
-def public_url(url: str) -> str:
-    """``url`` without credentials or query, as the manifest may show it."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
-    return urlunsplit((parts.scheme, host + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
-
-
 def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dict:
     """The run manifest of this evaluation (see the module docstring and ``--settings-from``)."""
     trained = None
@@ -168,8 +172,9 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
     settings.update({
         "initial_weights.model": args.model,
         "initial_weights.revision": args.revision,
-        "image_processing.observation": "rgb_array",
+        "image_processing.observation": args.mode,
         "image_processing.max_prompt_length": args.max_prompt_length,
+        "image_processing.history_length": args.history_length,
         "action_horizon": args.max_steps,
         "decoding.validation.temperature": 0.0 if not decoding.do_sample else float(decoding.temperature),
         "decoding.validation.top_p": float(decoding.top_p),
@@ -178,8 +183,6 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
         "decoding.validation.response_length": decoding.max_tokens,
         "decoding.validation.n": 1,
     })
-    if settings.get("image_processing.history_length") is None:
-        settings["image_processing.history_length"] = LAUNCHER["history_length"]
     subset = boards < VALIDATION_SIZE
     notes = {
         "evaluator": "python -m sokoban_tools evaluate: verl-agent's validation episode against a served model",
@@ -187,17 +190,33 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
         "base_url": public_url(args.base_url),
         "boards": (f"the first {boards} of the {VALIDATION_SIZE} validation boards: a quick look, NOT the protocol"
                    if subset else f"all {VALIDATION_SIZE} validation boards (the protocol)"),
-        "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_VISUAL_TEMPLATE (sha256 {VISUAL_PROMPT_SHA256}), "
-                  f"one user message per turn, the image in place of <image>",
-        "image": f"process_image of the 96x96 frame: upscaled to >= {MIN_PIXELS} pixels (256x256) with Pillow "
-                 f"{PIL.__version__}'s default resampling, sent as a PNG data URL",
+        **turn_notes(args),
         "request_seed": f"seed {args.seed}: each request's seed is the first 31 bits of "
                         f"SHA-256('{args.seed}/<task_id>/<turn>')",
-        "history_length": "rgb_array prompts show no history, whatever env.history_length",
         "settings_from": str(args.settings_from) if args.settings_from is not None else None,
     }
     train_digest = trained["data_sha256"].get(TRAIN_DATA) if trained is not None else None
     return new_manifest(args.method, settings, notes, trained=train_digest is not None)
+
+
+def turn_notes(args) -> dict:
+    """What the manifest says of the turn: the prompt's source and digest, and the image or history."""
+    if args.mode == VISUAL_MODE:
+        return {
+            "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_VISUAL_TEMPLATE (sha256 {VISUAL_PROMPT_SHA256}), "
+                      f"one user message per turn, the image in place of <image>",
+            "image": f"process_image of the 96x96 frame: upscaled to >= {MIN_PIXELS} pixels (256x256) with Pillow "
+                     f"{PIL.__version__}'s default resampling, sent as a PNG data URL",
+            "history_length": "rgb_array prompts show no history, whatever env.history_length",
+        }
+    return {
+        "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_TEMPLATE_NO_HIS (sha256 {TEXT_PROMPT_NO_HISTORY_SHA256}) "
+                  f"on the first turn, then SOKOBAN_TEMPLATE (sha256 {TEXT_PROMPT_SHA256}), one user message of "
+                  f"plain text per turn with the board's tiny_rgb_array grid",
+        "history_length": (f"{args.history_length}: SimpleMemory.fetch's last {args.history_length} grids and "
+                           f"actions in every prompt after the first" if args.history_length > 0 else
+                           "0: every prompt is SOKOBAN_TEMPLATE_NO_HIS, no history"),
+    }
 
 
 def record_manifest(log: Path, manifest: dict, resuming: bool) -> None:
@@ -271,15 +290,21 @@ class Evaluation:
         self.wall = 0.0
 
     def play_board(self, row: BoardRow) -> EpisodeRecord | None:
-        episode = Episode(row, self.args.max_steps)
+        episode = Episode(row, self.args.max_steps, self.args.mode, self.args.history_length)
         while not episode.done:
             if self.stop.is_set():
                 return None
-            answer = self.model.complete(episode.messages(), request_seed(self.args.seed, row.task_id, episode.turns))
-            if answer.prompt_tokens is not None and answer.prompt_tokens > self.args.max_prompt_length:
-                raise Stop(f"the server counts {answer.prompt_tokens} prompt tokens, over --max-prompt-length "
-                           f"{self.args.max_prompt_length} (data.max_prompt_length), a prompt verl-agent's "
-                           f"validation refuses: serve the model verl-agent trains, or raise both limits together")
+            try:
+                answer = self.model.complete(episode.messages(),
+                                             request_seed(self.args.seed, row.task_id, episode.turns))
+                if answer.prompt_tokens is not None and answer.prompt_tokens > self.args.max_prompt_length:
+                    raise Stop(f"the server counts {answer.prompt_tokens} prompt tokens, over --max-prompt-length "
+                               f"{self.args.max_prompt_length} (data.max_prompt_length), a prompt verl-agent's "
+                               f"validation refuses: serve the model verl-agent trains, or raise both limits "
+                               f"together")
+            except BaseException:
+                self.stop.set()  # at once: no other board asks the server again
+                raise
             episode.answer(answer.text)
         record = episode.record(self.args.method, self.args.run, self.args.update, self.sha256)
         with self.lock:  # a finished episode is recorded even if the run is stopping
@@ -341,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         writer = episode_writer(args.log)  # the log's lock, held for the run, before anything is written
     except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
         return 1
     with writer:
         return evaluate(args, writer)
@@ -361,7 +386,7 @@ def evaluate(args, writer: EpisodeWriter) -> int:
         server_kind = args.server_kind or model.check() or "openai-compatible"
         record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)), resuming=bool(held))
     except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
         return 1
     evaluation = Evaluation(args, model, rows, sha256, held, writer)
     if held:
@@ -373,10 +398,10 @@ def evaluate(args, writer: EpisodeWriter) -> int:
               f"--resume to finish", file=sys.stderr)
         return 130
     except (ManifestError, OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
         return 1
     if failure is not None:
-        print(f"error: {failure}", file=sys.stderr)
+        print(f"error: {without_credentials(str(failure))}", file=sys.stderr)
         print(f"{evaluation.played} of {len(rows)} boards are in {args.log}; once fixed, run the same command with "
               f"--resume to play the rest", file=sys.stderr)
         return 1

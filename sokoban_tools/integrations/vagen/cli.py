@@ -49,16 +49,19 @@ OWNER = "sokoban_fairness_owner.json"  # in the tag folder: the backend and mode
 def claim_dump(tag_dir: Path, cfg: dict, backend: str, evaluating: bool) -> None:
     """Refuse a dump folder that holds another model's rollouts: VAGEN's ``skip_completed``
     resume skips an (env, seed, tag) done by any model, so a second model evaluated into the
-    same folder would be logged with the first one's episodes. ``evaluate`` claims the folder."""
+    same folder would be logged with the first one's episodes. ``evaluate`` claims the folder.
+    The owner is the backend and the model; the server's URL is recorded, not compared (the
+    same model served again on another port resumes, as ``evaluate --resume`` does)."""
     settings = (cfg.get("backends") or {}).get(backend) or {}
     owner = {"backend": backend, "model": settings.get("model"), "base_url": settings.get("base_url")}
     path = tag_dir / OWNER
     if path.is_file():
         found = strict_json.loads(path.read_text(encoding="utf-8"))
-        if found != owner:
+        if not isinstance(found, dict) or [found.get(key) for key in ("backend", "model")] != \
+                [owner["backend"], owner["model"]]:
             raise DataError(f"{tag_dir}: holds the rollouts of {found}, not of {owner}: VAGEN would skip the boards "
                             f"they played; give this evaluation its own experiment.dump_dir")
-    elif evaluating:
+    if evaluating:
         write_atomic(path, json_document(owner))
 
 
@@ -138,7 +141,9 @@ def _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer
             run_eval.main()
         finally:
             sys.argv = saved
-    records = records_from_dump(tag_dir, method, args.run, args.update)
+    env = spec.get("config") or {}
+    records = records_from_dump(tag_dir, method, args.run, args.update, env.get("fairness_boards"),
+                                env.get("fairness_revision"))
     if len(records) != VALIDATION_SIZE:
         raise DataError(f"{tag_dir}: holds {len(records)} of the {VALIDATION_SIZE} validation boards; "
                         f"evaluate them all (n_envs: {VALIDATION_SIZE} with the shipped seed_list)")
