@@ -47,6 +47,8 @@ CONFIGURATIONS = {
     "fairness": {"train": TRAIN_DATA, "validation": VALIDATION_DATA},
     "source_pool_1000": {"train": TRAIN_DATA, "validation": SOURCE_POOL_DATA},
 }
+# The rows of ``fairness`` with their game images, as Parquet (split: file), for readers of data files only.
+IMAGE_TABLES = {"train": published("train-images.parquet"), "validation": published("evaluation-images.parquet")}
 
 # The files at the top of the clone, and the card's pictures.
 LOADING_SCRIPT = "sokoban_fairness.py"
