@@ -289,9 +289,10 @@ def report(selection: dict) -> bool:
     return True
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = COMMAND) -> int:
+    """The command; ``prog`` is how the caller started it (``python -m sokoban_tools selection``)."""
     parser = command_line(
-        COMMAND,
+        prog,
         description=f"Select the {VALIDATION_SIZE} validation boards of {PROTOCOL} from the "
                     f"1,000-board source pool (fairness/{SOURCE_POOL_FILE}) and write "
                     f"fairness/{VALIDATION_FILE} and fairness/{SELECTION_FILE}. The rule reads "

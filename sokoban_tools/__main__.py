@@ -1,16 +1,23 @@
-"""The one command line of sokoban-fairness: ``python -m sokoban_tools <command>``.
+"""The command line of sokoban-fairness: ``python -m sokoban_tools <command>``.
 
+Two kinds of commands, listed apart by ``--help``. The user's, in the installed
+product (:data:`USER_COMMANDS`), read the boards and episode logs:
+
+    python -m sokoban_tools quickstart           # the demo model evaluated on the 256 boards, then scored
     python -m sokoban_tools score LOG ...        # success with intervals, per update and stratum
     python -m sokoban_tools compare --a LOG --b LOG
+    python -m sokoban_tools leaderboard [results/]   # verify every results entry and rank them
     python -m sokoban_tools evaluate --base-url URL --model NAME --log LOG   # a served model
+    python -m sokoban_tools demo-model [--policy random]   # a model to evaluate without a GPU
     python -m sokoban_tools vagen evaluate --episode-log LOG   # VAGEN's evaluator on the boards
-    python -m sokoban_tools reproduce [--check]  # regenerate every published file (from a clone)
+
+The maintainers' pipeline (:data:`PIPELINE_COMMANDS`) rewrites the published files and
+runs from a clone, where ``sokoban_tools.pipeline`` exists (the wheel does not ship it):
+
+    python -m sokoban_tools reproduce [--check]  # regenerate every published file
     python -m sokoban_tools benchmark [--write]  # time the pipeline against the original code
 
-The installed product has the commands that read episode logs; the pipeline's
-commands, which rewrite the published files, run from a clone, where
-``sokoban_tools.pipeline`` exists (the wheel does not ship it). Each command
-is a row of :data:`COMMANDS`; its module is imported only when it runs.
+Each command is a row of a table; its module is imported only when it runs.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import argparse
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +34,13 @@ from dataclasses import dataclass
 from .layout import ROOT, SELECTOR
 
 Main = Callable[[list[str]], int]
+PROG = "python -m sokoban_tools"
 HOW_TO_CLONE = "clone the repository and run `pip install -e .` in it"
+
+
+def _quickstart() -> Main:
+    from .integrations.served.quickstart import main
+    return main
 
 
 def _score() -> Main:
@@ -39,13 +53,28 @@ def _compare() -> Main:
     return main
 
 
+def _leaderboard() -> Main:
+    from .evaluation.leaderboard import main
+    return main
+
+
 def _evaluate() -> Main:
     from .integrations.served.evaluate import main
     return main
 
 
+def _demo_model() -> Main:
+    from .integrations.served.demo_model import main
+    return main
+
+
 def _vagen() -> Main:
     from .integrations.vagen.cli import main
+    return main
+
+
+def _example() -> Main:
+    from .pipeline.example_policies import main
     return main
 
 
@@ -55,9 +84,10 @@ def _pools() -> Main:
 
 
 def _selection() -> Main:
-    # The selector is a top-level script the package never imports: it runs as
-    # its own process, as a user runs it.
-    return lambda options: subprocess.run([sys.executable, str(ROOT / SELECTOR), *options], cwd=ROOT).returncode
+    # The selector is a top-level script the package never imports: it runs as its own
+    # process, as a user runs it, named in its messages as this command line names it.
+    program = f"import sys, select_evaluation_256 as s; sys.exit(s.main(sys.argv[1:], prog={PROG + ' selection'!r}))"
+    return lambda options: subprocess.run([sys.executable, "-c", program, *options], cwd=ROOT).returncode
 
 
 def _summary() -> Main:
@@ -75,8 +105,8 @@ def _baselines() -> Main:
     return main
 
 
-def _example() -> Main:
-    from .pipeline.example_policies import main
+def _results() -> Main:
+    from .pipeline.results_entries import main
     return main
 
 
@@ -99,29 +129,41 @@ class Command:
     name: str
     summary: str
     load: Callable[[], Main]
-    pipeline: bool  # runs from a clone only
+    clone_only: bool  # its code is in sokoban_tools.pipeline, which runs from a clone
 
 
-COMMANDS = (
+# What a user runs: the boards and episode logs in, results out (example from a clone).
+USER_COMMANDS = (
+    Command("quickstart", "the quick start: serve the demo model, evaluate it on the validation boards, score it",
+            _quickstart, False),
     Command("score", "score episode logs: success with 95%% intervals, per update and stratum", _score, False),
     Command("compare", "compare two methods board by board with paired statistics", _compare, False),
+    Command("leaderboard", "verify every results entry (replaying its episodes) and rank them with exact "
+            "statistics; --add writes an entry", _leaderboard, False),
     Command("evaluate", "play a served vision-language model on the validation boards as verl-agent's "
             "validation does, and log it", _evaluate, False),
+    Command("demo-model", "serve a demo model (random, shortest-path or bad answers) to evaluate without a GPU",
+            _demo_model, False),
     Command("vagen", "evaluate with VAGEN's evaluator on the validation boards and log its episodes", _vagen, False),
+    Command("example", "play the worked example's two policies and log them (from a clone)", _example, True),
+)
+# What the maintainers run, from a clone: the steps that write the published files, in order, and their tools.
+PIPELINE_COMMANDS = (
     Command("pools", "generate the training and source pools from seeds", _pools, True),
     Command("selection", f"select the 256 validation boards ({SELECTOR})", _selection, True),
     Command("summary", "write the split counts and statistics", _summary, True),
     Command("verify", "replay and verify every published board", _verify, True),
     Command("baselines", "compute the exact random-policy baselines", _baselines, True),
-    Command("example", "play the worked example's policies and log them", _example, True),
+    Command("results", "play and write the baseline and worked-example entries of results/", _results, True),
     Command("card", "write the dataset card, its pages and pictures, and the pins", _card, True),
     Command("reproduce", "regenerate (or --check) every published file, step by step", _reproduce, True),
     Command("benchmark", "time the pipeline, loading and runtime; --write keeps the figures in BENCHMARKS.md",
             _benchmark, True),
 )
+COMMANDS = USER_COMMANDS + PIPELINE_COMMANDS
 BY_NAME = {command.name: command for command in COMMANDS}
 # reproduce's steps, in dependency order: each reads what the earlier ones wrote.
-STEPS = ("pools", "selection", "summary", "verify", "baselines", "example", "card")
+STEPS = ("pools", "selection", "summary", "verify", "baselines", "example", "results", "card")
 # The steps that write published data files (pools, selection) check them against the
 # pinned release before writing, and the card pins them: these take a new release.
 RELEASE_STEPS = ("pools", "selection", "card")
@@ -131,7 +173,7 @@ def run(name: str, options: list[str]) -> int:
     """Command ``name`` with ``options``, as its exit code; a pipeline command outside a
     clone says so in one line."""
     command = BY_NAME[name]
-    if command.pipeline and not has_pipeline():
+    if command.clone_only and not has_pipeline():
         print(f"error: `python -m sokoban_tools {name}` runs from a clone of sokoban-fairness, whose "
               f"files it reads and rewrites; this installation holds the product only (the wheel ships "
               f"no pipeline): {HOW_TO_CLONE}", file=sys.stderr)
@@ -163,7 +205,7 @@ def reproduce_command(argv: list[str]) -> int:
     its files."""
     from .pipeline.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools reproduce",
+    parser = argparse.ArgumentParser(prog=f"{PROG} reproduce",
                                      description=BY_NAME["reproduce"].summary)
     parser.add_argument("--check", action="store_true",
                         help="regenerate in memory and fail, naming the first differing line, on any difference")
@@ -233,13 +275,33 @@ def _steps(check: bool, new_release: bool) -> int:
     return 0
 
 
+def _listing(title: str, commands: tuple[Command, ...]) -> str:
+    """``title`` and one row per command: its name, and its summary wrapped beside it."""
+    indent = " " * (max(len(command.name) for command in COMMANDS) + 4)
+    rows = [textwrap.fill(command.summary.replace("%%", "%"), 79, initial_indent=f"  {command.name:<{len(indent) - 2}}",
+                          subsequent_indent=indent) for command in commands]
+    return "\n".join([title, *rows])
+
+
+def parser() -> argparse.ArgumentParser:
+    """The top level: a command's name; everything after it is the command's own."""
+    top = argparse.ArgumentParser(
+        prog=PROG, usage=f"{PROG} COMMAND [options]", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="sokoban-fairness: fixed Sokoban boards to train and validate agents on, and the\n"
+                    "tools that evaluate, score and compare runs on them. Each command's --help gives\n"
+                    "its options.\n\n"
+                    + _listing("Your commands:", USER_COMMANDS) + "\n\n"
+                    + _listing("The maintainers' pipeline (from a clone; rewrites the published files):",
+                               PIPELINE_COMMANDS))
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND", help=argparse.SUPPRESS)
+    for command in COMMANDS:
+        commands.add_parser(command.name, add_help=False)
+    return top
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        commands.add_parser(command.name, help=command.summary, add_help=False)
-    args, _ = parser.parse_known_args(argv[:1])
+    args, _ = parser().parse_known_args(argv[:1])
     return run(args.command, argv[1:])
 
 

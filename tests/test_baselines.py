@@ -12,6 +12,7 @@ from fractions import Fraction
 import pytest
 
 from conftest import DATA_DIR, REPO
+from sokoban_tools.evaluation import baselines as exact
 from sokoban_tools.pipeline import baselines
 from sokoban_tools.rules.board import ACTIONS
 from sokoban_tools.protocol import BOX_ON_TARGET_REWARD, STEP_PENALTY, WIN_REWARD
@@ -57,7 +58,7 @@ def enumerate_sequences(board, actions, horizon):
 def test_baselines__dynamic_programme_equals_enumerating_every_sequence(validation, actions, horizon):
     for row in sample(validation):
         wins, returns = enumerate_sequences(row.board, actions, horizon)
-        outcome = baselines.random_policy_outcomes(baselines.PositionGraph([row.board]), actions, horizon)[0]
+        outcome = exact.random_policy_outcomes(exact.PositionGraph([row.board]), actions, horizon)[0]
         sequences = len(actions) ** horizon
         assert outcome.success == Fraction(wins, sequences), row.task_id
         assert outcome.expected_return == returns / sequences, row.task_id
@@ -75,7 +76,7 @@ def test_baselines__dynamic_programme_equals_playing_the_runtime_environment(val
             if done:
                 wins += info["won"]
                 break
-    outcome = baselines.random_policy_outcomes(baselines.PositionGraph([row.board]), ACTIONS, horizon)[0]
+    outcome = exact.random_policy_outcomes(exact.PositionGraph([row.board]), ACTIONS, horizon)[0]
     assert wins > 0
     assert outcome.success == Fraction(wins, 4 ** horizon)
     assert outcome.expected_return == returns / 4 ** horizon
@@ -141,7 +142,7 @@ def test_baselines__blocks_in_worker_processes_give_the_same_file(tmp_path, monk
     shutil.copyfile(DATA_DIR / "evaluation.jsonl", tmp_path / "evaluation.jsonl")
     train = (DATA_DIR / "train.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (tmp_path / "train.jsonl").write_text("".join(train[:90]), encoding="utf-8")
-    monkeypatch.setattr(baselines, "BLOCK_ROWS", 32)  # validation and training in several blocks each
+    monkeypatch.setattr(exact, "BLOCK_ROWS", 32)  # validation and training in several blocks each
     alone = baselines.build(tmp_path, workers=1)
     assert baselines.build(tmp_path, workers=2) == alone
 

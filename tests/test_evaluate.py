@@ -1,6 +1,6 @@
 """``python -m sokoban_tools evaluate`` with the real ``openai`` client against a real loopback server.
 
-The server (:mod:`sokoban_tools.pipeline.publish.loopback_model`) sees only the
+The server (:mod:`sokoban_tools.integrations.served.demo_model`) sees only the
 requests: its scripted model reads each board from the image's pixels and plays a
 shortest path, a seeded random move, malformed text, slowly, through 429/500 bursts,
 or dies. Here: the shortest-path model wins every board and the random one lands in
@@ -32,7 +32,8 @@ from sokoban_tools.evaluation import compare, score
 from sokoban_tools.integrations.served.evaluate import main as evaluate_main
 from sokoban_tools.integrations.served.prompt import UPSTREAM_COMMIT, VISUAL_PROMPT
 from sokoban_tools.integrations.served.turn import request_seed
-from sokoban_tools.pipeline.publish.loopback_model import LoopbackServer, Script
+from sokoban_tools.integrations.served.demo_model import LoopbackServer, Script
+from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import manifest_path, read_manifest
 from sokoban_tools.records.rows import DataError
@@ -42,7 +43,7 @@ from unavailable import unavailable
 
 ROWS = load_validation(REPO / "fairness" / "evaluation.jsonl")
 SERVED_RUNNER = Path(__file__).resolve().parent / "verl_agent_served_run.py"
-MODEL = "loopback-vl"
+MODEL = "sokoban-demo"
 
 
 @pytest.fixture(autouse=True)
@@ -136,24 +137,28 @@ def test_random_model_succeeds_within_its_exact_baselines_interval(tmp_path, cap
     wins = sum(won for won, _, _ in found.values())
     assert len(found) == 256 and low <= wins <= high, (wins, low, high)
     assert all(actions == 15 for won, actions, _ in found.values() if not won)  # every answer is a move
+    assert verify_log(log).verified == 256  # every record's moves replay to its outcome, actions and return
 
 
 @pytest.mark.slow
-def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(tmp_path, capsys):
+@pytest.mark.parametrize("mode,history", [("rgb_array", 2), ("tiny_rgb_array", 2), ("tiny_rgb_array", 0)])
+def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(tmp_path, capsys, mode, history):
     tree = patched_copy(tmp_path / "verl-agent")
     assert (tree / "UPSTREAM_COMMIT").read_text(encoding="utf-8").strip() == UPSTREAM_COMMIT  # the prompt's source
     work = tmp_path / "work"
     work.mkdir()
-    runner = subprocess.Popen([sys.executable, str(SERVED_RUNNER), json.dumps({"tree": str(tree), "work": str(work)})],
-                              cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    runner = subprocess.Popen([sys.executable, str(SERVED_RUNNER), json.dumps(
+        {"tree": str(tree), "work": str(work), "mode": mode, "history_length": history})],
+        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     trainer_manifest = manifest_path(work / "trainer.jsonl")
     deadline = time.monotonic() + 300
     while not trainer_manifest.exists() and runner.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)  # make_envs writes it before the first board; the evaluation runs beside the loop
     log = tmp_path / "served.jsonl"
-    with LoopbackServer(Script("observation")) as server:
+    with LoopbackServer(Script("mixed")) as server:
         code, _, err = evaluate(capsys, server.base_url, log, "--concurrency", "8", "--method", "served",
-                                "--settings-from", str(trainer_manifest))
+                                "--settings-from", str(trainer_manifest), "--mode", mode,
+                                "--history-length", str(history))
     out, runner_err = runner.communicate(timeout=600)
     assert runner.returncode == 0, runner_err[-3000:]
     assert code == 0, err
@@ -166,7 +171,14 @@ def test_records_and_turn_inputs_equal_those_of_verl_agents_own_validation_loop(
     sent = Counter((seen.text, seen.image_sha256, seen.image_shape, seen.answer) for seen in server.seen)
     made = Counter((text, digest, tuple(shape), answer) for text, digest, shape, answer in report["inputs"])
     assert sent == made
-    assert {text for text, *_ in report["inputs"]} == {VISUAL_PROMPT}
+    texts = {text for text, *_ in report["inputs"]}
+    if mode == "rgb_array":
+        assert texts == {VISUAL_PROMPT}
+    else:  # every board's own grid; with history, SimpleMemory's lines after the first turn
+        assert all(seen.image_shape == () for seen in server.seen) and len(texts) > 256
+        with_history = [text for text in texts if "Prior to this step, you have already taken" in text]
+        assert bool(with_history) == (history > 0)
+        assert any("Action 2: '" in text and "Observation 1" not in text for text in with_history) == (history > 0)
     # the trainer's own validation and the served evaluation compare with one intended difference
     comparison = compare.compare([log], [Path(report["log"])], allowed=["initial_weights.model"])
     assert comparison["settings"]["checked"]
@@ -241,10 +253,12 @@ def test_429_and_5xx_bursts_and_timeouts_are_retried_and_change_no_record(tmp_pa
 
 def test_malformed_answers_are_lost_episodes_and_a_subset_is_labelled_not_the_protocol(tmp_path, capsys):
     log = tmp_path / "malformed.jsonl"
-    with LoopbackServer(Script("malformed", keep=False)) as server:
+    with LoopbackServer(Script("bad-answers", keep=False)) as server:
         code, out, err = evaluate(capsys, server.base_url, log, "--boards", "6")
     assert code == 0, err
     assert outcomes(log) == {row.task_id: (False, 0, pytest.approx(-1.5)) for row in ROWS[:6]}
+    assert {r.moves for r in read_episodes(log)} == {"0" * 15}  # an unparseable answer is move 0
+    assert verify_log(log).verified == 6
     assert server.requests == 6 * 15
     assert "not the protocol" in out and "NOT the protocol" in read_manifest(manifest_path(log))["notes"]["boards"]
     with pytest.raises(DataError, match="misses 250 of the 256"):
@@ -323,3 +337,121 @@ def test_a_log_that_cannot_be_written_is_named_before_the_server_is_asked(tmp_pa
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and f"--log {tmp_path / 'a file'}: is a file, but it must be a directory" in err
     assert "Traceback" not in err and sorted(tmp_path.iterdir()) == [tmp_path / "a file"]
+
+
+def test_resume_with_another_seed_under_the_same_run_label_is_refused_before_a_byte_changes(tmp_path, capsys):
+    log = tmp_path / "seeded.jsonl"
+    with LoopbackServer(Script("random", keep=False)) as server:
+        assert evaluate(capsys, server.base_url, log, "--boards", "3", "--run", "r", "--seed", "4")[0] == 0
+        before = log.read_bytes(), manifest_path(log).read_bytes()
+        requests = server.requests
+        code, _, err = evaluate(capsys, server.base_url, log, "--boards", "3", "--run", "r", "--seed", "5",
+                                "--resume")
+        assert server.requests == requests
+    stopped_with_one_line(code, err, "request seed 4", "--seed 5", "mix request seeds")
+    assert (log.read_bytes(), manifest_path(log).read_bytes()) == before
+
+
+class OddServer:
+    """A server that answers chat completions with what is not one (``kind``): HTTP 200 without
+    ``choices``, with an ``{"error": ...}`` body or an HTML page, or a body one byte per 0.5 s;
+    ``models_html`` answers ``/v1/models`` with an HTML page."""
+
+    def __init__(self, kind: str, models_html: bool = False):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        import threading
+
+        owner = self
+        self.posts = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def send(self, body: bytes, content_type: str, trickle: bool = False) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                step = 1 if trickle else len(body)
+                try:
+                    for i in range(0, len(body), step):
+                        self.wfile.write(body[i:i + step])
+                        self.wfile.flush()
+                        time.sleep(0.5 if trickle else 0)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up, as it should
+
+            def do_GET(self):
+                if models_html:
+                    self.send(b"<!DOCTYPE html><html><body>Welcome to nginx!</body></html>", "text/html")
+                else:
+                    self.send(json.dumps({"object": "list", "data": [{"id": MODEL, "owned_by": "odd"}]}).encode(),
+                              "application/json")
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                owner.posts += 1
+                answer = json.dumps({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {
+                    "role": "assistant", "content": "<answer>Up</answer>"}, "finish_reason": "stop"}]}).encode()
+                if kind == "no choices":
+                    self.send(json.dumps({"id": "x", "object": "chat.completion", "model": MODEL}).encode(),
+                              "application/json")
+                elif kind == "error body":
+                    self.send(json.dumps({"error": {"message": "the model is overloaded", "code": 503}}).encode(),
+                              "application/json")
+                elif kind == "html page":
+                    self.send(b"<html><head><title>Login</title></head><body>Sign in</body></html>", "text/html")
+                else:  # trickle: a whole answer, one byte every 0.5 s (about 50 s)
+                    self.send(answer, "application/json", trickle=True)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://someone:hunter2@127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("no choices", ["without them", "not a completion"]),
+    ("error body", ["an error (the model is overloaded)", "not a completion"]),
+    ("html page", ["an HTML page", "not a completion"]),
+])
+def test_a_server_that_answers_200_without_a_completion_stops_the_run_instead_of_logging_losses(
+        tmp_path, capsys, kind, words):
+    log = tmp_path / "odd.jsonl"
+    with OddServer(kind) as server:
+        code, _, err = evaluate(capsys, server.url, log, "--boards", "2", "--concurrency", "1")
+        assert server.posts == 1  # the first such answer stops the run; it is not retried
+    stopped_with_one_line(code, err, *words)
+    assert "hunter2" not in err and "someone" not in err
+    assert not log.exists() or read_episodes(log) == []  # no board logged as lost
+
+
+def test_an_html_model_list_stops_in_one_line_and_a_password_in_the_url_is_never_shown(tmp_path, capsys):
+    with OddServer("no choices", models_html=True) as server:
+        code, _, err = evaluate(capsys, server.url, tmp_path / "log.jsonl", "--boards", "1")
+    stopped_with_one_line(code, err, "/v1/models answered an HTML page", "not a list of models")
+    assert "hunter2" not in err
+    code, _, err = evaluate(capsys, f"http://someone:hunter2@127.0.0.1:{free_port()}/v1", tmp_path / "log.jsonl")
+    stopped_with_one_line(code, err, "cannot connect to http://127.0.0.1:")
+    assert "hunter2" not in err and "someone" not in err
+
+
+def test_timeout_bounds_the_whole_request_so_a_trickled_answer_cannot_hold_the_run(tmp_path, capsys):
+    started = time.monotonic()
+    with OddServer("trickle") as server:
+        code, _, err = evaluate(capsys, server.url, tmp_path / "slow.jsonl", "--boards", "1", "--timeout", "3",
+                                "--retries", "1")
+    took = time.monotonic() - started
+    stopped_with_one_line(code, err, "kept failing", "over --timeout 3 s", "after 1 retries")
+    assert "hunter2" not in err
+    assert took < 25, took  # two attempts of 3 s and a backoff, not the 50 s a trickled answer takes each

@@ -22,6 +22,7 @@ from conftest import DATA_DIR, REPO
 from pixel_player import plan
 from unavailable import unavailable
 
+from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import manifest_path, read_manifest
 from sokoban_tools.records.tasks import load_training, load_validation
@@ -124,6 +125,7 @@ def test_the_shortest_path_policy_wins_all_256_through_make_and_the_log_scores(g
                and r.actions == row.shortest_solution_length for r, row in zip(records, rows))
     (group,) = score([log])["groups"]
     assert (group["wins"], group["boards"]) == (256, 256)
+    assert verify_log(log).verified == 256  # every record's moves replay to its outcome, actions and return
     manifest = read_manifest(manifest_path(log))
     assert manifest["settings"]["action_horizon"] == 15 and manifest["settings"]["reward.solved"] == 10.0
     assert manifest["settings"]["initial_weights.model"] == "scripted"
@@ -190,6 +192,7 @@ def test_training_records_and_bad_input(gymnasium, tmp_path):
     assert len(records) == 9 and all(r.phase == "training" and r.evaluation_sha256 is None for r in records)
     assert [r.update for r in records] == [0] * 4 + [1] * 4 + [2]  # the sampler's draw of 4 boards
     assert read_manifest(manifest_path(log))["data_sha256"]["fairness/train.jsonl"] is not None
+    assert verify_log(log).verified == 9  # training records replay on their training boards
     env.reset(seed=1)
     with pytest.raises(ValueError, match="action must be one of"):
         env.unwrapped.step(5)
@@ -205,3 +208,46 @@ def test_training_records_and_bad_input(gymnasium, tmp_path):
     with pytest.raises(ValueError, match=r"\['action_horizon', 'reward.solved'\] are what this environment plays"):
         gymnasium.make(ID, episode_log=tmp_path / "x.jsonl", settings={"action_horizon": 99, "reward.solved": 1.0})
     assert not manifest_path(tmp_path / "x.jsonl").exists()
+
+
+def test_a_log_that_is_a_directory_or_a_fifo_is_refused_at_make_before_a_manifest_is_written(gymnasium, tmp_path):
+    (tmp_path / "folder.jsonl").mkdir()
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    for name, refusal in (("folder.jsonl", "is a directory"), ("fifo.jsonl", "is not a regular file")):
+        with pytest.raises(ValueError, match=f"{name}: {refusal}"):
+            gymnasium.make(ID, episode_log=tmp_path / name)
+        assert not manifest_path(tmp_path / name).exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["fifo.jsonl", "folder.jsonl"]
+
+
+def test_an_episode_cut_before_the_horizon_is_refused_not_silently_left_out_of_the_log(gymnasium, tmp_path):
+    log = tmp_path / "cut.jsonl"
+    env = gymnasium.make(ID, split="validation", episode_log=log, max_episode_steps=5)
+    env.reset(seed=0)
+    for _ in range(5):
+        _, _, terminated, truncated, _ = env.step(0)
+    assert truncated and not terminated  # Gymnasium's TimeLimit cut it at 5 of 15 turns
+    with pytest.raises(RuntimeError, match=r"board eval-\S+ was cut at turn 5 of its 15.*max_episode_steps"):
+        env.reset()
+    env.close()
+    assert not log.exists()  # nothing logged, and nothing half-logged
+    with pytest.raises(ValueError, match=r"max_episode_steps=5 would cut episodes before the horizon of 15"):
+        gymnasium.make_vec(ID, num_envs=2, max_episode_steps=5, episode_log=tmp_path / "vector.jsonl")
+    assert not manifest_path(tmp_path / "vector.jsonl").exists()
+    envs = gymnasium.make_vec(ID, num_envs=2, max_episode_steps=15)  # the horizon itself changes nothing
+    envs.reset(seed=0)
+    for _ in range(15):
+        _, _, terminated, truncated, _ = envs.step(np.zeros(2, dtype=np.int64))
+    assert truncated.all() and not terminated.any()  # no-ops: the horizon ends them
+    envs.close()
+
+
+def test_a_validation_vector_of_more_environments_than_boards_is_refused_when_it_is_built(gymnasium, tmp_path):
+    with pytest.raises(ValueError, match=r"a vector of 300 environments over the 256 validation boards leaves "
+                                         r"environments 256-299 without a board"):
+        gymnasium.make_vec(ID, num_envs=300, split="validation", episode_log=tmp_path / "big.jsonl")
+    assert list(tmp_path.iterdir()) == []
+    envs = gymnasium.make_vec(ID, num_envs=256, split="validation")  # one board each: a pass per reset
+    _, info = envs.reset(seed=0)
+    assert sorted(info["task_id"]) == sorted(row.task_id for row in load_validation())
+    envs.close()

@@ -24,6 +24,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from conftest import REPO
+from sokoban_tools.__main__ import USER_COMMANDS
 from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.layout import TRAIN_DATA as TRAIN_FILE, VALIDATION_DATA as EVALUATION_FILE
 from sokoban_tools.records.tasks import load_training
@@ -156,3 +157,12 @@ def test_each_pipeline_command_says_in_one_line_that_it_runs_from_a_clone(instal
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert "runs from a clone of sokoban-fairness" in done.stderr and "pip install -e ." in done.stderr
     assert not list(elsewhere.iterdir())  # wrote nothing
+
+
+@pytest.mark.parametrize("command", [c.name for c in USER_COMMANDS if not c.clone_only])
+def test_each_user_command_runs_from_the_wheel(installed, elsewhere, command):
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run([str(installed), "-m", "sokoban_tools", command, "--help"], cwd=elsewhere,
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith(f"usage: python -m sokoban_tools {command} ")

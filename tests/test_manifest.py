@@ -307,3 +307,21 @@ def test_cost_entries_are_shown_per_method_and_entry_and_never_change_success(tm
     text = capsys.readouterr().out
     assert re.search(r"gen +GPU-seconds +1e\+09 \(1e\+09 a run\) +—", text)
     assert np.isclose(without["updates"][1]["success_a"], (60 + 50) / 256)
+
+
+@pytest.mark.parametrize("spelling", [["decoding.validation.temperature", "action_horizon"],
+                                      ["decoding.validation.temperature,action_horizon"]])
+def test_compare_takes_several_allowed_differences_in_one_option_and_names_them_ready_to_paste(tmp_path, capsys,
+                                                                                              spelling):
+    a = run_log(tmp_path, "a", "CPAD", example_settings())
+    b = run_log(tmp_path, "b", "GRPO", example_settings(action_horizon=30, **{"decoding.validation.temperature": 1.0}))
+    assert compare.main(["--a", str(a), "--b", str(b)]) == 1
+    err = capsys.readouterr().err
+    # the refusal gives the one option that accepts both, in the order the differences are listed
+    ready = err.split("(here: ")[1].split(")")[0]
+    assert sorted(ready.split()[1:]) == ["action_horizon", "decoding.validation.temperature"]
+    assert compare.main(["--a", str(a), "--b", str(b), *ready.split()]) == 0
+    capsys.readouterr()
+    assert compare.main(["--a", str(a), "--b", str(b), "--allow-difference", *spelling]) == 0
+    out = capsys.readouterr().out
+    assert "Caveat: action_horizon differs" in out and "Caveat: decoding.validation.temperature differs" in out

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from sokoban_published import PUBLISHED_FILES
@@ -12,7 +14,7 @@ from sokoban_tools.evaluation.schedule import expected_passes
 from sokoban_tools.evaluation.score import render, score
 from sokoban_tools.records.boards import BoardsNotFound
 from sokoban_tools.records.episodes import (EpisodeRecord, episode_writer, next_aside_number, read_episodes,
-                                            set_aside, side_files)
+                                            side_files)
 from sokoban_tools.records.manifest import ManifestError, manifest_path, new_manifest, write_manifest
 from sokoban_tools.records.rows import DataError, read_rows
 from test_manifest import example_settings
@@ -44,8 +46,8 @@ def test_set_aside_moves_rejected_records_and_a_torn_line_to_a_numbered_side_fil
     assert log.read_text() == "".join(line + "\n" for line in before.splitlines()[:8])  # the kept lines, unchanged
     assert moved.path.read_text() == "".join(line + "\n" for line in before.splitlines()[8:]) + \
         training(4)[0].to_line()[:30] + "\n"  # nothing deleted: the torn line too
-    assert set_aside(log, "restart", keep=lambda r: True) is None  # nothing to move: no file
-    again = set_aside(log, "restart")
+    assert writer.set_aside("restart", keep=lambda r: True) is None  # nothing to move
+    again = writer.set_aside("restart")
     assert again.path.name == "episodes.jsonl.aside-2.restart.jsonl" and log.read_text() == ""
     assert [(p.name, n, reason) for p, n, reason in side_files(log)] == [
         ("episodes.jsonl.aside-1.resume-from-2.jsonl", 1, "resume-from-2"), ("episodes.jsonl.aside-2.restart.jsonl", 2, "restart")]
@@ -55,16 +57,20 @@ def test_set_aside_moves_rejected_records_and_a_torn_line_to_a_numbered_side_fil
 def test_set_aside_refuses_a_damaged_complete_line_before_writing_anything(tmp_path):
     log = tmp_path / "episodes.jsonl"
     log.write_text(training(1)[0].to_line() + "\n{not json}\n")
-    with pytest.raises(DataError, match=r"episodes\.jsonl:2: not a JSON object"):
-        set_aside(log, "restart")
+    with pytest.raises(DataError, match=r"episodes\.jsonl:2: not a JSON object"), episode_writer(log) as writer:
+        writer.set_aside("restart")
     assert side_files(log) == [] and log.read_text().endswith("{not json}\n")
 
 
 def test_score_names_an_incomplete_and_a_repeated_pass_for_what_they_are(tmp_path):
-    cut = tmp_path / "cut.jsonl"
-    cut.write_text("".join(r.to_line() + "\n" for r in validation(0) + validation(2, IDS[:100])))
+    cut = tmp_path / "cut.jsonl"  # the run trained on after the pass: it will never be finished
+    cut.write_text("".join(r.to_line() + "\n" for r in validation(0) + validation(2, IDS[:100]) + training(3)))
     with pytest.raises(DataError, match="an incomplete validation pass: .*update=2 misses 156 .*interrupted"):
         score([cut])
+    early = tmp_path / "early.jsonl"  # not the run's last pass either
+    early.write_text("".join(r.to_line() + "\n" for r in validation(0, IDS[:100]) + validation(2)))
+    with pytest.raises(DataError, match="an incomplete validation pass: .*update=0 misses 156"):
+        score([early])
     twice = tmp_path / "twice.jsonl"
     twice.write_text("".join(r.to_line() + "\n" for r in validation(0) + validation(0)))
     with pytest.raises(DataError, match="a repeated validation pass; the log holds two runs' passes.*experiment_name"):
@@ -113,3 +119,39 @@ def test_score_reads_the_boards_where_the_manifest_says_the_run_read_them(tmp_pa
     with pytest.raises(ManifestError, match="boards must be"):
         new_manifest("GRPO", example_settings(), boards={"folder": ""})
     assert read_episodes(log) == validation(0)
+
+
+HOLDER = """
+import sys
+from sokoban_tools.records.episodes import episode_writer
+writer = episode_writer(sys.argv[1])
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_score_scores_the_complete_passes_of_a_run_validating_now_and_names_the_pass_in_progress(tmp_path):
+    log = tmp_path / "live.jsonl"
+    writer = subprocess.Popen([sys.executable, "-c", HOLDER, str(log)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "held\n"
+        log.write_text("".join(r.to_line() + "\n" for r in validation(0) + training(1) + training(2) +
+                               validation(2, IDS[:100])))  # the run is writing its pass at update 2
+        report = score([log])
+        assert [g["update"] for g in report["groups"]] == [0]
+        (live,) = report["in_progress"]
+        assert (live["update"], live["boards_logged"], live["boards"]) == (2, 100, 256)
+        assert live["writer"].startswith(f"pid {writer.pid} on ")
+        assert f"GRPO s1 update 2 (live.jsonl): 100 of 256 boards logged, being written now (pid {writer.pid} " \
+            in render(report)
+    finally:
+        writer.kill()
+        writer.wait()
+    report = score([log])  # killed while validating: it will resume
+    assert [g["update"] for g in report["groups"]] == [0] and report["in_progress"][0]["writer"] is None
+    assert "100 of 256 boards logged, cut short: its run stopped while validating" in render(report)
+    only = tmp_path / "only.jsonl"  # nothing complete yet: nothing to score
+    only.write_text("".join(r.to_line() + "\n" for r in validation(0, IDS[:10])))
+    with pytest.raises(DataError, match="update=0 misses 246 of the 256 .*no complete pass to score yet"):
+        score([only])

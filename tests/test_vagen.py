@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from conftest import REPO
 from pixel_player import board_from_image, plan
 from unavailable import unavailable
 
+from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import ManifestError, manifest_from_verl_config, manifest_path, read_manifest
 from sokoban_tools.records.tasks import load_training, load_validation
@@ -133,6 +135,8 @@ def test_vagens_evaluator_plays_every_board_once_the_shortest_path_player_wins_a
         length = len(shortest_solution(row.board))
         assert length <= TURNS * PER_TURN and record.actions == length
         assert record.episode_return == pytest.approx(0.1 * math.ceil(length / PER_TURN) + 1.0)
+    replayed = verify_log(log)  # outcome and actions; VAGEN's rewards are not the runtime's, so no return
+    assert (replayed.verified, replayed.returns_unchecked) == (256, (str(log),))
     report = score([log])
     (group,) = report["groups"]
     assert (group["wins"], group["boards"], group["success"]) == (256, 256, 1.0)
@@ -195,6 +199,53 @@ def test_vagens_evaluator_plays_every_board_once_the_shortest_path_player_wins_a
         (folders[5] / "metrics.json").write_text(json.dumps(damaged))
         with pytest.raises(DataError, match=r"metrics.json: not the metrics VAGEN writes for an episode"):
             records_from_dump(tag, "m", "r")
+
+    # fields VAGEN never writes are refused naming the rollout, before a row is written
+    rows, seed = load_validation(), metrics["seed"]
+    start = metrics["infos"][0]
+    other = rows[(seed + 1) % len(rows)]
+    for damaged, refusal in (
+            ({**metrics, "success": "false"}, "success is 'false', not true or false"),
+            ({**metrics, "infos": [{**start, "task_id": other.task_id}, *metrics["infos"][1:]]},
+             f"seed {seed} plays board {rows[seed].task_id}"),
+            ({**metrics, "infos": [{**start, "file_sha256": "0" * 64}, *metrics["infos"][1:]]},
+             "played an evaluation.jsonl of SHA-256 000000000000"),
+            ({**metrics, "infos": [start, {**metrics["infos"][1], "actions_taken": -3}, *metrics["infos"][2:]]},
+             "not counts")):
+        (folders[5] / "metrics.json").write_text(json.dumps(damaged))
+        with pytest.raises(DataError, match=re.escape(f"{folders[5] / 'metrics.json'}: ") + ".*" + re.escape(refusal)):
+            records_from_dump(tag, "m", "r")
+        refused = subprocess.run([sys.executable, "-m", "sokoban_tools", "vagen", "log", "--episode-log",
+                                  str(tmp_path / "edited.jsonl"), "backends.openai.model=scripted",
+                                  f"experiment.dump_dir={tmp_path / 'rollouts'}"],
+                                 cwd=tmp_path, env=subprocess_env(vagen), capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 1 and refusal in refused.stderr and "Traceback" not in refused.stderr
+        assert not (tmp_path / "edited.jsonl").exists()
+
+    # a metrics.json cut short is refused with advice that repairs it: following it, VAGEN plays that
+    # board again (the same model on another port is the same owner) and the log takes all 256
+    (folders[5] / "metrics.json").write_text(json.dumps(metrics)[:100])
+    with pytest.raises(DataError, match=re.escape(f"remove the folder {folders[5]} and run VAGEN again")):
+        records_from_dump(tag, "m", "r")
+    shutil.rmtree(folders[5])
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedPlayer)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ScriptedPlayer.seen = []
+    try:
+        again = subprocess.run(
+            [sys.executable, "-m", "sokoban_tools", "vagen", "evaluate", "--episode-log", str(tmp_path / "again.jsonl"),
+             "--method", "shortest-path", "--run", "1",
+             f"backends.openai.base_url=http://127.0.0.1:{server.server_address[1]}/v1",
+             "backends.openai.api_key=loopback", "backends.openai.model=scripted",
+             f"experiment.dump_dir={tmp_path / 'rollouts'}", "run.resume=skip_completed", "run.live_summary=false"],
+            cwd=tmp_path, env=subprocess_env(vagen), capture_output=True, text=True, timeout=240)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert [board.xsb() for turn, board in ScriptedPlayer.seen if turn == 1] == [rows[seed].board.xsb()]
+    assert read_episodes(tmp_path / "again.jsonl") == read_episodes(log)
 
 
 PROBE = r"""

@@ -29,6 +29,7 @@ from conftest import REPO
 from hub_mirror import hub_env, serve_dataset_repo
 from sokoban_tools.records.manifest import manifest_path, read_manifest
 from sokoban_tools.records.boards import RELEASE_REVISION
+from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.tasks import load_training, load_validation
 from unavailable import unavailable
@@ -96,6 +97,7 @@ def check_passes(report: dict, sizes: dict, scorer: list[str], env: dict | None 
             assert [round(records[t].episode_return, 4) for t in EVALUATION] == [round(x, 4) for x in played["returns"]]
             assert {(r.method, r.run) for r in records.values()} == {(entry["method"], entry["run"])}
         assert len([r for r in log if r.phase == "validation"]) == len(entry["passes"]) * 256
+        assert verify_log(entry["log"]).verified == len(log)  # every record's moves replay to what it says
         scored = subprocess.run([*scorer, entry["log"], "--json"], capture_output=True, text=True, env=env,
                                 cwd=Path(entry["log"]).parent, timeout=300)
         assert scored.returncode == 0, scored.stderr
@@ -212,6 +214,20 @@ def test_clone__validation_plays_every_board_once_in_stored_order_and_the_log_sc
     entry = report["validation"]["128"]
     assert (entry["method"], entry["run"]) == ("grpo", "grpo_qwen2.5_vl_3b")  # algorithm and experiment names
     assert 0 < sum(entry["passes"][0]["won"]) < 256  # the malformed answers lose some boards
+
+
+def test_clone__text_mode_trains_and_validates_through_the_patch_as_the_visual_mode_does(tmp_path):
+    # verl-agent's own default mode: the manager shows the text grid, SimpleMemory's history after turn 1
+    require("torch", "omegaconf", "hydra", "pyarrow")
+    tree = patched_copy(tmp_path / "verl-agent")
+    report = run(sys.executable, tree, tmp_path / "work", val_batch_sizes=[128], backend="local",
+                 mode="tiny_rgb_array", updates=[0])
+    assert "env.sokoban.mode=tiny_rgb_array" in report["overrides"]
+    assert "env.sokoban.mode=rgb_array" not in report["overrides"]
+    check_passes(report, {128: [128] * 2}, [sys.executable, "-m", "sokoban_tools", "score"])
+    settings = read_manifest(manifest_path(report["validation"]["128"]["log"]))["settings"]
+    assert settings["image_processing.observation"] == "tiny_rgb_array"
+    assert settings["image_processing.history_length"] == 2
 
 
 # --- From the wheel, outside the clone, boards from the loopback Hub ------------------------

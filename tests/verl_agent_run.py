@@ -139,18 +139,23 @@ def kill_and_wait_for_restart(workers) -> None:
 def rollout(manager, batch_size: int, solutions: dict, max_steps: int, kill_at: int | None = None) -> dict:
     """One call of ``vanilla_multi_turn_loop``'s environment side, checked against the model;
     ``kill_at``: the turn before whose step an actor is killed and restarted empty."""
-    from agent_system.environments.prompts import SOKOBAN_VISUAL_TEMPLATE
+    from agent_system.environments.prompts import SOKOBAN_TEMPLATE_NO_HIS, SOKOBAN_VISUAL_TEMPLATE
     from sokoban_render import render_rgb
+    from sokoban_tools.runtime.env import render
 
     obs, infos = manager.reset(kwargs=None)
     assert len(obs["text"]) == batch_size, (len(obs["text"]), batch_size)  # the loop's own assertion
     task_ids = list(manager.envs.task_ids)
     boards = [solutions[task][0] for task in task_ids]
-    images = obs["image"]
-    assert images.shape == (batch_size, 96, 96, 3) and images.dtype == np.uint8 and obs["anchor"] is images
-    assert all(np.array_equal(image, render_rgb(board.room_fixed, board.room_state()))
-               for image, board in zip(images, boards))
-    assert obs["text"] == [SOKOBAN_VISUAL_TEMPLATE] * batch_size
+    images = obs["anchor"]  # the image, or in text mode the text grid
+    if manager.envs.mode == "rgb_array":
+        assert images.shape == (batch_size, 96, 96, 3) and images.dtype == np.uint8 and obs["image"] is images
+        assert all(np.array_equal(image, render_rgb(board.room_fixed, board.room_state()))
+                   for image, board in zip(images, boards))
+        assert obs["text"] == [SOKOBAN_VISUAL_TEMPLATE] * batch_size
+    else:  # verl-agent's default mode: the text grid in the prompt, no image
+        assert obs["image"] is None and list(images) == [render(board, "tiny_rgb_array") for board in boards]
+        assert obs["text"] == [SOKOBAN_TEMPLATE_NO_HIS.format(current_observation=grid) for grid in images]
     model = ScriptedModel([solutions[task][1] for task in task_ids], max_steps)
     is_done = np.zeros(batch_size, dtype=bool)
     episode_rewards = np.zeros(batch_size, dtype=np.float32)
@@ -165,14 +170,14 @@ def rollout(manager, batch_size: int, solutions: dict, max_steps: int, kill_at: 
         next_obs, rewards, dones, infos = manager.step(texts)
         assert rewards.shape == (batch_size,) and dones.shape == (batch_size,)
         for i, action in enumerate(actions):
-            moved = not np.array_equal(next_obs["image"][i], images[i])
+            moved = not np.array_equal(next_obs["anchor"][i], images[i])
             assert action != 0 or not moved, f"environment {i}: action 0 moved the player"
         episode_rewards[active] += rewards[active]
         for i in range(batch_size):
             total_batch_list[i].append({"active_masks": bool(active[i])})
             total_infos[i].append(infos[i])
         is_done = np.logical_or(is_done, dones)
-        images = next_obs["image"]
+        images = next_obs["anchor"]
         if is_done.all():
             break
     success = manager.success_evaluator(total_infos=total_infos, total_batch_list=total_batch_list,
@@ -201,7 +206,11 @@ def main(args: dict) -> dict:
         rows, _ = load_boards(name, **source)
         solutions.update((row.task_id, (row.board, from_lurd(row.shortest_solution))) for row in rows)
     rows = placeholder_rows(work)
-    report = {"overrides": launcher_overrides(tree), "validation": {}, "package": integration.__file__}
+    overrides = launcher_overrides(tree)
+    if "mode" in args:  # the launcher's env.sokoban.mode replaced, as a user edits run_sokoban.sh
+        overrides = [item for item in overrides if not item.startswith("env.sokoban.mode=")]
+        overrides.append(f"env.sokoban.mode={args['mode']}")
+    report = {"overrides": overrides, "validation": {}, "package": integration.__file__}
     with initialize_config_dir(config_dir=str(tree / "verl" / "trainer" / "config"), version_base=None):
         for size in args["val_batch_sizes"]:
             own_log = [f"env.fairness_log={work / f'episodes-{size}.jsonl'}"] if args.get("log_per_size", True) else []

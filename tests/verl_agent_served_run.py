@@ -5,12 +5,14 @@ Helper for tests (not a test file). ``test_evaluate.py`` runs it as a script::
     python tests/verl_agent_served_run.py '{"tree": ..., "work": ...}'
 
 It composes the tree's ``ppo_trainer.yaml`` from ``run_sokoban.sh``'s overrides plus
-``env.fairness=true`` (as ``verl_agent_run.py`` does), calls the tree's real
-``make_envs`` (workers in-process) and plays one validation pass the way
-``rollout_loop.vanilla_multi_turn_loop`` does: every turn, for every active
+``env.fairness=true`` (as ``verl_agent_run.py`` does) and, for the text turn,
+``env.sokoban.mode`` and ``env.history_length`` (``"mode"``, ``"history_length"``),
+calls the tree's real ``make_envs`` (workers in-process) and plays one validation pass
+the way ``rollout_loop.vanilla_multi_turn_loop`` does: every turn, for every active
 environment, the model's input is what ``preprocess_single_sample`` gives it, the
-manager's text and verl-agent's own ``process_image`` of the frame, and the answer is
-the loopback server's position-only policy of those pixels. The report (one
+manager's text and, in ``rgb_array`` mode, verl-agent's own ``process_image`` of the
+frame, and the answer is the loopback server's position-only policy of those pixels
+or of the text's grid. The report (one
 ``RESULT {json}`` line) lists every input (text, image SHA-256) for the test to
 compare with what ``evaluate`` sent, and where the patched trainer's log is.
 """
@@ -48,7 +50,7 @@ def main(args: dict) -> dict:
 
     import sokoban_tools.integrations.verl_agent.hooks as integration
     from verl_agent_run import collate, launcher_overrides, placeholder_rows
-    from sokoban_tools.pipeline.publish.loopback_model import observation_policy, read_board
+    from sokoban_tools.integrations.served.demo_model import observation_policy, read_board, read_text_board
 
     process_image = verl_agent_process_image(tree)
     from agent_system.environments import make_envs
@@ -56,10 +58,13 @@ def main(args: dict) -> dict:
     integration.build_sokoban_envs = partial(integration.build_sokoban_envs, backend="local")
     rows = placeholder_rows(work)
     log = work / "trainer.jsonl"
+    mode = args.get("mode", "rgb_array")
+    turn = [f"env.sokoban.mode={mode}", f"env.history_length={args.get('history_length', 2)}"]
     inputs = []
     with initialize_config_dir(config_dir=str(tree / "verl" / "trainer" / "config"), version_base=None):
-        config = compose("ppo_trainer", overrides=launcher_overrides(tree) + [
-            "env.fairness=true", f"env.fairness_log={log}"])
+        launcher = [item for item in launcher_overrides(tree) if not item.startswith("env.sokoban.mode=")]
+        config = compose("ppo_trainer", overrides=launcher + [
+            "env.fairness=true", f"env.fairness_log={log}", *turn])
         envs, val_envs = make_envs(config)
         dataloader = DataLoader(rows, batch_size=config.data.val_batch_size, shuffle=False, drop_last=False,
                                 collate_fn=collate)
@@ -70,12 +75,17 @@ def main(args: dict) -> dict:
             for _ in range(config.env.max_steps):  # the rollout loop's turns
                 texts = []
                 for i in range(size):
-                    image = np.asarray(process_image(obs["image"][i]))
-                    answer = observation_policy(read_board(image))
+                    if mode == "rgb_array":
+                        image = np.asarray(process_image(obs["image"][i]))
+                        answer = observation_policy(read_board(image))
+                        seen = [hashlib.sha256(image.tobytes()).hexdigest(), list(image.shape)]
+                    else:
+                        assert obs["image"] is None  # a text turn: the text alone reaches the model
+                        answer = observation_policy(read_text_board(obs["text"][i]))
+                        seen = ["", []]
                     texts.append(answer)
                     if not is_done[i]:
-                        inputs.append([obs["text"][i], hashlib.sha256(image.tobytes()).hexdigest(),
-                                       list(image.shape), answer])
+                        inputs.append([obs["text"][i], *seen, answer])
                 obs, _, dones, _ = val_envs.step(texts)
                 is_done |= dones
                 if is_done.all():

@@ -112,15 +112,22 @@ def _percent_axis(axes) -> None:
     axes.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
 
 
+REFERENCE_STYLES = ({"color": "0.45", "linestyle": ":"}, {"color": "0.45", "linestyle": "--"},
+                    {"color": "0.7", "linestyle": "-."})
+
+
 def line_chart(series: dict[str, list[tuple[float, float, float, float]]], x_label: str, y_label: str,
-               title: str = "", log_y: bool = False, fmt: str = "png") -> bytes:
+               title: str = "", log_y: bool = False, fmt: str = "png",
+               references: dict[str, float] | None = None) -> bytes:
     """One line per series with a shaded band, e.g. a mean and its interval.
 
     ``series`` maps a legend label to points ``(x, y, band_low, band_high)``;
     the y axis shows percentages from 0 to 1, or with ``log_y`` a log scale
     down to the power of ten below the smallest positive value (zeros sit on
-    the bottom edge).
+    the bottom edge). ``references`` maps a legend label to a level drawn as a
+    grey horizontal line across the chart (an exact floor or ceiling, say).
     """
+    references = references or {}
     values = [v for points in series.values() for p in points for v in p[1:]]
     positive = [v for v in values if v > 0]
     floor = 10.0 ** math.floor(math.log10(min(positive))) if log_y and positive else 0.0
@@ -132,6 +139,8 @@ def line_chart(series: dict[str, list[tuple[float, float, float, float]]], x_lab
             line, = axes.plot(xs, [c[0] for c in clip], marker="o", markersize=4, label=label)
             axes.fill_between(xs, [c[1] for c in clip], [c[2] for c in clip], color=line.get_color(),
                               alpha=0.2, linewidth=0)
+        for (label, level), style in zip(references.items(), REFERENCE_STYLES):
+            axes.axhline(max(level, floor), linewidth=1, label=label, **style)
         xs = sorted({p[0] for points in series.values() for p in points})
         axes.set_xticks(xs)
         if log_y:
@@ -145,5 +154,45 @@ def line_chart(series: dict[str, list[tuple[float, float, float, float]]], x_lab
         if title:
             axes.set_title(title, fontsize=10)
         axes.legend(frameon=False)
+
+    return _draw(paint, fmt)
+
+
+def interval_chart(rows: list[str], series: dict[str, list[tuple[float, float, float]]], x_label: str,
+                   title: str = "", references: dict[str, list[float]] | None = None, fmt: str = "png") -> bytes:
+    """A forest plot: for each of ``rows`` (top to bottom), each series' value as a dot with its
+    interval as a horizontal bar, the series offset within the row.
+
+    ``series`` maps a legend label to one ``(value, low, high)`` per row; the x axis shows
+    percentages from 0 to 1. ``references`` maps a legend label to one level per row, drawn
+    as a grey tick across the row (a floor, say); a level of 1 in every row is drawn as one
+    vertical line instead (the ceiling).
+    """
+    references = references or {}
+    spread = 0.5 / max(1, len(series))
+
+    def paint(axes):
+        for j, (label, points) in enumerate(series.items()):
+            ys = [i + (j - (len(series) - 1) / 2) * spread for i in range(len(rows))]
+            values = [p[0] for p in points]
+            errors = [[p[0] - p[1] for p in points], [p[2] - p[0] for p in points]]
+            axes.errorbar(values, ys, xerr=errors, fmt="o", markersize=5, capsize=4, linewidth=1.5, label=label)
+        for (label, levels), style in zip(references.items(), REFERENCE_STYLES):
+            if all(level == 1 for level in levels):
+                axes.axvline(1.0, linewidth=1, label=label, **style)
+                continue
+            for i, level in enumerate(levels):
+                axes.plot([level, level], [i - 0.4, i + 0.4], linewidth=1.5, label=label if i == 0 else None, **style)
+        axes.set_yticks(range(len(rows)), rows)
+        axes.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top
+        axes.set_xlim(-0.02, 1.02)
+        from matplotlib.ticker import PercentFormatter
+
+        axes.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        axes.grid(axis="x", color="0.9")
+        axes.set_xlabel(x_label)
+        if title:
+            axes.set_title(title, fontsize=10)
+        axes.legend(frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
 
     return _draw(paint, fmt)

@@ -4,7 +4,10 @@
                                     [--method-a NAME --method-b NAME] [--plot FILE] [--json]
                                     [--allow-difference KEY ...] [--updates U ...] [--no-manifest]
 
-First the settings: every log has its run manifest beside it
+Every episode of both methods is replayed from its recorded moves on its board first,
+and the logs are refused, naming the record and the board, where a replay contradicts a
+record (:mod:`sokoban_tools.evaluation.replay`); records without moves are reported as
+unverified. Then the settings: every log has its run manifest beside it
 (:mod:`sokoban_tools.records.manifest`), and every controlled setting that
 differs between the runs of A and B is listed and refused unless named with
 ``--allow-difference KEY``, which the report prints as a caveat (the method
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Collection
 from pathlib import Path
@@ -41,10 +45,14 @@ from sokoban_published import ChecksumError
 
 from ..files import write_atomic
 from ..paths import PathError, unwritable
+from ..protocol import STRATA
 from ..records.rows import DataError
 from ..records.boards import BoardsNotFound
-from .charts import PlotUnavailable, chart_format, line_chart, require_matplotlib
+from .charts import PlotUnavailable, chart_format, interval_chart, line_chart, require_matplotlib
 from ..records.manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
+from .baselines import reference_lines
+from .inputs import not_a_log
+from .replay import Verification, verify_rows
 from .score import table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
@@ -67,32 +75,54 @@ def pick_method(groups: list[Group], name: str | None, side: str, paths: list[Pa
     return [group for group in groups if group.method == name]
 
 
-def compare_update(a: list[Group], b: list[Group], boards: BoardSet, bootstrap: Bootstrap) -> dict:
-    """The paired comparison of the runs ``a`` and ``b`` at one update."""
-    a_won = np.array([group.won for group in a])
-    b_won = np.array([group.won for group in b])
+# What each interval and p-value code of a report means; each update names the codes it used.
+INTERVALS = {
+    "wilson": "Wilson score interval (one run)",
+    "newcombe": "Newcombe's paired score interval, method 10 (one run each)",
+    "bootstrap": ("percentile interval of a seeded bootstrap over the runs of each method and the boards "
+                  "within each stratum, shared by both methods (several runs on a side)"),
+    "mcnemar": "McNemar's exact test (one run each)",
+    "sign": "exact sign test on the boards whose success rates over runs differ (several runs on a side)",
+}
+
+
+def paired(a_won: np.ndarray, b_won: np.ndarray, strata: np.ndarray, bootstrap: Bootstrap) -> dict:
+    """Success of A and B, their difference with a paired 95% interval and a p-value, for the
+    outcome matrices ``a_won`` (runs of A x boards) and ``b_won`` over the same boards."""
     tables = [PairedTable.of(x, y) for x in a_won for y in b_won]
-    counts = {key: sum(getattr(t, key) for t in tables) for key in ("both", "a_only", "b_only", "neither")}
     a_rates, b_rates = a_won.mean(axis=0), b_won.mean(axis=0)
-    intervals = bootstrap.intervals(a_won, b_won, boards.strata)
-    single = len(a) == 1 and len(b) == 1
-    entry = {
-        "update": a[0].update,
-        "runs_a": [group.run for group in a],
-        "runs_b": [group.run for group in b],
-        "boards": len(boards.task_ids),
-        **counts,
+    intervals = bootstrap.intervals(a_won, b_won, strata)
+    single = len(a_won) == 1 and len(b_won) == 1
+    codes = {"success_a": "wilson" if len(a_won) == 1 else "bootstrap",
+             "success_b": "wilson" if len(b_won) == 1 else "bootstrap",
+             "difference": "newcombe" if single else "bootstrap", "p_value": "mcnemar" if single else "sign"}
+    return {
+        "boards": a_won.shape[1],
+        **{key: sum(getattr(t, key) for t in tables) for key in ("both", "a_only", "b_only", "neither")},
         "success_a": float(a_rates.mean()),
-        "ci95_a": list(wilson_interval(int(a_won.sum()), a_won.size) if len(a) == 1 else intervals["success_a"]),
+        "ci95_a": list(wilson_interval(int(a_won.sum()), a_won.size) if len(a_won) == 1 else intervals["success_a"]),
         "success_b": float(b_rates.mean()),
-        "ci95_b": list(wilson_interval(int(b_won.sum()), b_won.size) if len(b) == 1 else intervals["success_b"]),
+        "ci95_b": list(wilson_interval(int(b_won.sum()), b_won.size) if len(b_won) == 1 else intervals["success_b"]),
         "difference": float(a_rates.mean() - b_rates.mean()),
         "ci95": list(newcombe_paired_interval(tables[0]) if single else intervals["difference"]),
         "p_value": sign_test_p(int(np.sum(a_rates > b_rates)), int(np.sum(a_rates < b_rates))),
         "probability_of_improvement": float(improvement_probability(a_rates, b_rates)),
         "probability_of_improvement_ci95": list(intervals["probability_of_improvement"]),
+        "intervals": codes,
     }
-    return entry
+
+
+def compare_update(a: list[Group], b: list[Group], boards: BoardSet, bootstrap: Bootstrap) -> dict:
+    """The paired comparison of the runs ``a`` and ``b`` at one update, over all boards and
+    within each stratum (the same statistics on the stratum's boards alone)."""
+    a_won = np.array([group.won for group in a])
+    b_won = np.array([group.won for group in b])
+    by_stratum = {}
+    for label in [label for label, _, _ in STRATA if np.any(boards.strata == label)]:
+        inside = boards.strata == label
+        by_stratum[label] = paired(a_won[:, inside], b_won[:, inside], boards.strata[inside], bootstrap)
+    return {"update": a[0].update, "runs_a": [group.run for group in a], "runs_b": [group.run for group in b],
+            **paired(a_won, b_won, boards.strata, bootstrap), "by_stratum": by_stratum}
 
 
 def read_manifests(paths: list[Path]) -> dict[str, dict]:
@@ -101,6 +131,9 @@ def read_manifests(paths: list[Path]) -> dict[str, dict]:
     for log in dict.fromkeys(paths):
         path = manifest_path(log)
         if not path.exists() and not path.is_symlink():
+            found = not_a_log(log)  # a manifest, a summary given instead of the log has no manifest either
+            if found is not None:
+                raise DataError(found)
             raise ManifestError(f"{log}: has no run manifest beside it ({path.name}), so its controlled settings "
                                 f"are unknown; write one (schema in the card), or compare without the settings "
                                 f"check with --no-manifest")
@@ -136,8 +169,9 @@ def check_settings(a: dict[str, dict], b: dict[str, dict], allowed: Collection[s
     if refused:
         lines = [f"controlled setting {d['key']} differs: A {_values(d['a'])}, B {_values(d['b'])}" for d in refused]
         raise ManifestError("; ".join(lines) + f" (manifests of A: {', '.join(a)}; of B: {', '.join(b)}). "
-                            f"Match the settings, or name each intended difference with "
-                            f"--allow-difference KEY, which the report prints as a caveat")
+                            f"Match the settings, or name the intended differences with --allow-difference KEY "
+                            f"[KEY ...] (here: --allow-difference {' '.join(d['key'] for d in refused)}), which the "
+                            f"report prints as caveats")
     return {"checked": True, "manifests_a": list(a), "manifests_b": list(b), "settings": len(SETTING),
             "allowed_differences": differences}
 
@@ -164,6 +198,9 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
     if manifests:
         check_rows_against_manifests(logs_a.rows, a[0].method, a_paths)
         check_rows_against_manifests(logs_b.rows, b[0].method, b_paths)
+    verification = {side: verify_rows([row for row in logs.rows if row.record.method == groups[0].method],
+                                      boards.by_id).as_dict()
+                    for side, logs, groups in (("a", logs_a, a), ("b", logs_b, b))}
     shared = shared_updates({g.update for g in a}, {g.update for g in b}, updates)
     bootstrap = Bootstrap(resamples, seed)
     sides = {"a": (a, a_paths), "b": (b, b_paths)}
@@ -171,18 +208,16 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
         **{side: {"method": groups[0].method, "logs": [str(p) for p in paths],
                   "runs": sorted({g.run for g in groups})} for side, (groups, paths) in sides.items()},
         "settings": settings,
+        "verification": verification,
         "evaluation_sha256": boards.sha256,
         "training_rows_ignored": logs_a.training_rows + logs_b.training_rows,
         "methods": {
-            "one_run_each": "difference: Newcombe's paired score interval (method 10); p_value: McNemar's "
-                            "exact test; success: Wilson score interval",
-            "several_runs": "2x2 counts summed over all pairs of runs; difference and success: percentile "
-                            "interval of a bootstrap over the runs of each method and the boards within "
-                            "each stratum (shared by both methods); p_value: exact sign test on the boards "
-                            "whose success rates over runs differ",
+            **INTERVALS,
+            "counts": "with several runs, the 2x2 counts sum all pairs of a run of A and a run of B",
             "probability_of_improvement": "mean over boards of P(a run of A solves and a run of B does "
                                           "not) + P(tie)/2, with the bootstrap interval",
         },
+        "baselines": reference_lines(list(boards.rows)),
         "bootstrap": {"resamples": resamples, "seed": seed, "generator": "numpy PCG64",
                       "strata": sorted(set(boards.strata.tolist()))},
         "updates": [compare_update([g for g in a if g.update == u], [g for g in b if g.update == u],
@@ -220,31 +255,90 @@ def _percent(value: float) -> str:
     return f"{value:+.1%}" if value < 0 else f"{value:.1%}"
 
 
+def _rate(value: float, interval: list[float]) -> str:
+    return f"{value:.1%} [{interval[0]:.1%}–{interval[1]:.1%}]"
+
+
+def _difference(entry: dict) -> str:
+    return f"{_percent(entry['difference'])} [{_percent(entry['ci95'][0])}, {_percent(entry['ci95'][1])}]"
+
+
+def floor_percent(value: float) -> str:
+    """A probability as a percentage, small ones to two significant digits rather than 0.0%."""
+    return f"{value:.1%}" if value >= 0.001 or value == 0 else f"{value * 100:.2g}%"
+
+
+def runs(n: int) -> str:
+    return f"{n:,} run" if n == 1 else f"{n:,} runs"
+
+
+def legend(report: dict) -> list[str]:
+    """The intervals and tests the updates shown used, and only those: one line per combination
+    of run counts (one run each, several runs, one side only), per stratum as overall."""
+    used: dict[tuple, list[int]] = {}
+    for u in report["updates"]:
+        codes = u["intervals"]
+        used.setdefault((len(u["runs_a"]), len(u["runs_b"]), *codes.values()), []).append(u["update"])
+    methods, lines = report["methods"], []
+    for (runs_a, runs_b, success_a, success_b, difference, p_value), updates in used.items():
+        where = "" if len(used) == 1 else f"At update{'s' if len(updates) > 1 else ''} {', '.join(map(str, updates))}: "
+        fields = {f"A's success ({runs(runs_a)})": success_a, f"B's success ({runs(runs_b)})": success_b,
+                  "A - B": difference, "p": p_value}
+        grouped: dict[str, list[str]] = {}
+        for field, code in fields.items():
+            grouped.setdefault(code, []).append(field)
+        parts = [f"{', '.join(names[:-1])}{' and ' if len(names) > 1 else ''}{names[-1]}: {methods[code]}"
+                 for code, names in grouped.items()]
+        lines.append(where + "; ".join(parts) + ".")
+    if any(u["intervals"]["difference"] == "bootstrap" for u in report["updates"]):
+        boot = report["bootstrap"]
+        lines.append(f"Bootstrap: {boot['resamples']:,} resamples, seed {boot['seed']}; {methods['counts']}.")
+    lines.append(f"P(A > B): {methods['probability_of_improvement']}.")
+    return lines
+
+
+def reference_line(baselines: dict, label: str = "") -> str:
+    """The floors and the ceiling of the boards (or of one stratum, ``label``) in one sentence."""
+    entry = baselines["by_stratum"][label] if label else baselines["overall"]
+    floors = ", ".join(f"{name} {floor_percent(e['success'])}" for name, e in entry.items() if name != "optimal")
+    return (f"exact floors within {baselines['horizon_turns']} turns: {floors}; "
+            f"ceiling: optimal {entry['optimal']['success']:.0%}")
+
+
 def render(report: dict) -> str:
     """The readable form of a :func:`compare` report."""
     a, b = report["a"]["method"], report["b"]["method"]
-    boot = report["bootstrap"]
     rows = [["update", "runs", f"A {a}", f"B {b}", "both", "A only", "B only", "neither",
              "A - B [95% CI]", "p", "P(A > B) [95% CI]"]]
     for u in report["updates"]:
         rows.append([
             str(u["update"]), f"{len(u['runs_a'])}×{len(u['runs_b'])}",
-            f"{u['success_a']:.1%} [{u['ci95_a'][0]:.1%}–{u['ci95_a'][1]:.1%}]",
-            f"{u['success_b']:.1%} [{u['ci95_b'][0]:.1%}–{u['ci95_b'][1]:.1%}]",
-            str(u["both"]), str(u["a_only"]), str(u["b_only"]), str(u["neither"]),
-            f"{_percent(u['difference'])} [{_percent(u['ci95'][0])}, {_percent(u['ci95'][1])}]",
-            f"{u['p_value']:.2g}",
+            _rate(u["success_a"], u["ci95_a"]), _rate(u["success_b"], u["ci95_b"]),
+            f"{u['both']:,}", f"{u['a_only']:,}", f"{u['b_only']:,}", f"{u['neither']:,}",
+            _difference(u), f"{u['p_value']:.2g}",
             f"{u['probability_of_improvement']:.2f} [{u['probability_of_improvement_ci95'][0]:.2f}, "
             f"{u['probability_of_improvement_ci95'][1]:.2f}]",
         ])
+    baselines = report["baselines"]
+    strata_rows = [["update", "stratum", "boards", f"A {a}", f"B {b}", "A - B [95% CI]", "p", "random floor"]]
+    for u in report["updates"]:
+        for label, entry in u["by_stratum"].items():
+            floor = baselines["by_stratum"][label]
+            strata_rows.append([str(u["update"]), f"{label} actions", f"{entry['boards']:,}",
+                                _rate(entry["success_a"], entry["ci95_a"]), _rate(entry["success_b"], entry["ci95_b"]),
+                                _difference(entry), f"{entry['p_value']:.2g}",
+                                " / ".join(floor_percent(e["success"]) for name, e in floor.items()
+                                           if name != "optimal")])
+    floor_names = " / ".join(name for name in baselines["overall"] if name != "optimal")
     lines = [f"A = {a}, B = {b}, on the {report['updates'][0]['boards'] if report['updates'] else 0} "
              f"validation boards of evaluation.jsonl {report['evaluation_sha256'][:12]}…; "
-             f"{report['training_rows_ignored']:,} training rows ignored.", "", table(rows), ""]
-    lines += [f"One run each: {report['methods']['one_run_each']}.",
-              f"Several runs: {report['methods']['several_runs']}; {boot['resamples']:,} resamples, "
-              f"seed {boot['seed']}.",
-              f"P(A > B): {report['methods']['probability_of_improvement']}."]
-    return "\n".join([settings_lines(report["settings"]), "", *lines, *cost_lines(report)])
+             f"{report['training_rows_ignored']:,} training rows ignored; {reference_line(baselines)}.", "",
+             table(rows), "",
+             "Per stratum of shortest solution length: the same paired comparison on the stratum's boards "
+             f"alone (random floor: {floor_names}, exact; an optimal policy solves 100%).", "",
+             table(strata_rows), "", *legend(report)]
+    replayed = [f"{side.upper()}: {Verification.of(report['verification'][side]).describe()}" for side in ("a", "b")]
+    return "\n".join([settings_lines(report["settings"]), *replayed, "", *lines, *cost_lines(report)])
 
 
 def settings_lines(settings: dict) -> str:
@@ -263,6 +357,15 @@ def settings_lines(settings: dict) -> str:
     return "\n".join(lines)
 
 
+def quantity(value: float) -> str:
+    """A cost as people write it: whole numbers with thousands separators ("1,012,500"), others
+    to six significant digits, never in exponent notation."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    digits = max(0, 5 - math.floor(math.log10(abs(value))))
+    return f"{value:,.{digits}f}".rstrip("0").rstrip(".")
+
+
 def cost_lines(report: dict) -> list[str]:
     """The cost entries of both methods side by side, apart from success."""
     if report["costs"] is None:
@@ -274,10 +377,10 @@ def cost_lines(report: dict) -> list[str]:
 
     def cell(side: dict, name: str) -> str:
         entry = side.get(name)
-        return f"{entry['total']:,.6g} ({entry['per_run']:,.6g} a run)" if entry else "—"
+        return f"{quantity(entry['total'])} ({quantity(entry['per_run'])} a run)" if entry else "—"
 
-    rows = [["cost", "unit", f"A {report['a']['method']} ({len(report['a']['runs'])} runs)",
-             f"B {report['b']['method']} ({len(report['b']['runs'])} runs)"]]
+    rows = [["cost", "unit", f"A {report['a']['method']} ({runs(len(report['a']['runs']))})",
+             f"B {report['b']['method']} ({runs(len(report['b']['runs']))})"]]
     for name in names:
         units = dict.fromkeys(side[name]["unit"] for side in (a, b) if name in side)
         rows.append([name, " / ".join(units), cell(a, name), cell(b, name)])
@@ -285,13 +388,30 @@ def cost_lines(report: dict) -> list[str]:
 
 
 def learning_curves(report: dict, fmt: str = "png") -> bytes:
-    """Success against update for both methods, mean over runs, 95% band, in ``fmt`` (png, pdf, svg)."""
-    series = {}
-    for side in ("a", "b"):
-        points = [(u["update"], u[f"success_{side}"], *u[f"ci95_{side}"]) for u in report["updates"]]
-        series[report[side]["method"]] = points
+    """The report as a chart in ``fmt`` (png, pdf, svg), with the boards' exact random floor and
+    the optimal ceiling: success against update for both methods, mean over runs with its 95%
+    band; or, at a single update, where a curve would be two dots, a forest plot of both
+    methods' success with its 95% interval over all boards and per stratum."""
+    baselines, floor = report["baselines"], "random moves 1–4"
+    names = {side: f"{side.upper()} {report[side]['method']} ({runs(len(report[side]['runs']))})" for side in "ab"}
+    if len(report["updates"]) == 1:
+        (u,) = report["updates"]
+        parts = [("all boards", u, baselines["overall"]),
+                 *[(f"{label} actions ({entry['boards']})", entry, baselines["by_stratum"][label])
+                   for label, entry in u["by_stratum"].items()]]
+        series = {names[side]: [(entry[f"success_{side}"], *entry[f"ci95_{side}"]) for _, entry, _ in parts]
+                  for side in "ab"}
+        references = {f"{floor} (exact floor)": [reference[floor]["success"] for _, _, reference in parts],
+                      "optimal (ceiling)": [reference["optimal"]["success"] for _, _, reference in parts]}
+        return interval_chart([name for name, _, _ in parts], series, "success on the validation boards",
+                              title=f"update {u['update']}: success with its 95% interval", references=references,
+                              fmt=fmt)
+    series = {names[side]: [(u["update"], u[f"success_{side}"], *u[f"ci95_{side}"]) for u in report["updates"]]
+              for side in "ab"}
+    references = {f"{floor} (exact floor)": baselines["overall"][floor]["success"],
+                  "optimal (ceiling)": baselines["overall"]["optimal"]["success"]}
     return line_chart(series, x_label="update", y_label="success on the validation boards",
-                      title="mean over runs; band: 95% interval", fmt=fmt)
+                      title="mean over runs; band: 95% interval", fmt=fmt, references=references)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,8 +432,10 @@ def main(argv: list[str] | None = None) -> int:
                              "release's from the Hub)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
-    parser.add_argument("--allow-difference", action="append", default=[], metavar="KEY",
-                        help="compare although the controlled setting KEY differs (printed as a caveat)")
+    parser.add_argument("--allow-difference", action="extend", nargs="+", default=[], metavar="KEY",
+                        type=lambda text: [key for key in text.split(",") if key],
+                        help="compare although these controlled settings differ (each printed as a caveat); "
+                             "several keys at once, space- or comma-separated")
     parser.add_argument("--updates", type=int, nargs="+", metavar="U",
                         help="compare at these updates only (default: every one, which both must have validated)")
     parser.add_argument("--no-manifest", action="store_true",
@@ -321,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.resamples < 1 or args.seed < 0:
         parser.error("--resamples must be positive and --seed non-negative")
+    args.allow_difference = [key for keys in args.allow_difference for key in keys]
     unknown = [key for key in args.allow_difference if key not in SETTING]
     if unknown:
         parser.error(f"--allow-difference {unknown[0]}: not a controlled setting; they are {', '.join(SETTING)}")

@@ -2,14 +2,23 @@
 
     python -m sokoban_tools score LOG [LOG ...]          # a table per (method, run, update)
     python -m sokoban_tools score LOG [LOG ...] --json   # the same as JSON
+    python -m sokoban_tools score LOG [LOG ...] --verify # and replay every episode from its moves
 
 Each (method, run, update) group must be one complete pass over the published
-256 validation boards (see :mod:`sokoban_tools.evaluation.scoring` for what is refused).
-Intervals are Wilson score intervals; training rows are counted and ignored. The
+256 validation boards (see :mod:`sokoban_tools.evaluation.scoring` for what is refused),
+except a run's last pass while it is being written, or cut by a run that stopped and
+will resume: the complete passes are scored and that one is named, not scored, so a
+trainer can watch a run that is validating right now.
+Intervals are Wilson score intervals; training rows are counted and ignored.
+Beside the passes stand the boards' exact floors, uniformly random policies,
+and ceiling, an optimal policy (:mod:`sokoban_tools.evaluation.baselines`). The
 passes are checked against the schedule of the run manifest beside each log, and a
 resumed or restarted run is reported as such (:mod:`sokoban_tools.evaluation.schedule`).
 The boards are read from where the manifest says the run read them, unless
-``--evaluation`` names a file.
+``--evaluation`` names a file. ``--verify`` replays every validation episode from its
+recorded moves on its board and refuses the logs, naming the record and the board, where
+a replay contradicts a record (:mod:`sokoban_tools.evaluation.replay`); records of an older
+writer without moves are counted as unverified.
 """
 
 from __future__ import annotations
@@ -25,18 +34,25 @@ from ..paths import PathError
 from ..protocol import STRATA
 from ..records.rows import DataError
 from ..records.boards import BoardsNotFound
+from .baselines import reference_lines
+from .inputs import check_manifest_methods
+from .replay import Verification, verify_rows
 from .schedule import check_schedule, describe
-from .scoring import BoardSet, check_board_set, group_rows, read_logs, score_group
+from .scoring import BoardSet, check_board_set, passes, read_logs, score_group
 
 INTERVAL = "Wilson score 95% interval"
 
 
-def score(paths: list[Path], validation: Path | None = None) -> dict:
-    """Every pass in the logs at ``paths``, scored against ``evaluation``."""
+def score(paths: list[Path], validation: Path | None = None, verify: bool = False) -> dict:
+    """Every pass in the logs at ``paths``, scored against ``evaluation``; with ``verify``,
+    every episode replayed first."""
     logs = read_logs(paths)
+    check_manifest_methods(logs.rows)
     boards = BoardSet.load(validation, paths)
     check_board_set(logs.rows, boards)
-    groups = [score_group(group, boards) for group in group_rows(logs.rows, boards)]
+    complete, in_progress = passes(logs.rows, boards, logs.runs)
+    groups = [score_group(group, boards) for group in complete]
+    verification = verify_rows(logs.rows, boards.by_id).as_dict() if verify else None
     return {
         "logs": [str(path) for path in paths],
         "evaluation_sha256": boards.sha256,
@@ -44,7 +60,11 @@ def score(paths: list[Path], validation: Path | None = None) -> dict:
         "validation_rows": len(logs.rows),
         "training_rows_ignored": logs.training_rows,
         "groups": groups,
+        "in_progress": [{"method": p.method, "run": p.run, "update": p.update, "log": p.log, "boards_logged": p.played,
+                         "boards": p.boards, "writer": p.holder} for p in in_progress],
+        "baselines": reference_lines(list(boards.rows)),
         "schedule": [entry for path in paths for entry in check_schedule(path, logs.runs[path])],
+        "verification": verification,
     }
 
 
@@ -58,6 +78,22 @@ def table(rows: list[list[str]]) -> str:
     """Left-aligned columns, two spaces apart."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def reference_rows(baselines: dict, strata: list[str]) -> list[list[str]]:
+    """The floors and the ceiling as rows of the score table."""
+    return [[name, "exact", "—", f"{entry['success']:.1%}",
+             *[f"{baselines['by_stratum'][s][name]['success']:.1%}" for s in strata],
+             f"{entry['expected_return']:.2f}"]
+            for name, entry in baselines["overall"].items()]
+
+
+def in_progress_line(entry: dict) -> str:
+    """One line on a pass in progress of a :func:`score` report."""
+    now = (f"being written now ({entry['writer']})" if entry["writer"] else
+           "cut short: its run stopped while validating (resuming the run plays the pass again)")
+    return (f"{entry['method']} {entry['run']} update {entry['update']} ({Path(entry['log']).name}): "
+            f"{entry['boards_logged']} of {entry['boards']} boards logged, {now}; not scored")
 
 
 def render(report: dict) -> str:
@@ -76,7 +112,11 @@ def render(report: dict) -> str:
         [g["method"], g["run"], str(g["update"]), rate(g), *[rate(g["by_stratum"][s]) for s in strata],
          f"{g['mean_return']:.2f}"]
         for g in groups
-    ]))
+    ] + reference_rows(report["baselines"], strata)))
+    lines += ["", f"Floors and ceiling (exact, not sampled; within {report['baselines']['horizon_turns']} turns): "
+                  f"P(solve) of a policy drawing each answer uniformly from the moves 1–4, or from verl-agent's "
+                  f"outputs 0–4 (0, an unparseable answer, spends a turn), and of an optimal one; mean return "
+                  f"is expected return (fairness/baselines.json holds them as fractions)."]
     lengths = list(groups[0]["by_length"])
     lines += ["", "Wins/boards per shortest solution length:", ""]
     lines.append(table([["method", "run", "update", *lengths]] + [
@@ -84,7 +124,12 @@ def render(report: dict) -> str:
          *[f"{g['by_length'][n]['wins']}/{g['by_length'][n]['boards']}" for n in lengths]]
         for g in groups
     ]))
+    if report["in_progress"]:
+        lines += ["", "Passes in progress (incomplete, each its run's last; the complete passes above are scored):", ""]
+        lines += [in_progress_line(entry) for entry in report["in_progress"]]
     lines += ["", "Schedule and history:", ""] + [describe(entry) for entry in report["schedule"]]
+    if report["verification"] is not None:
+        lines += ["", Verification.of(report["verification"]).describe()]
     return "\n".join(lines)
 
 
@@ -92,13 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sokoban_tools score", description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="episode logs (JSONL)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--verify", action="store_true",
+                        help="replay every validation episode from its recorded moves and refuse a record it "
+                             "contradicts")
     parser.add_argument("--evaluation", type=Path, default=None,
                         help="a local copy of fairness/evaluation.jsonl (default: where the run manifest beside "
                              "the first log says the run read its boards, else the clone's, else the pinned "
                              "release's from the Hub)")
     args = parser.parse_args(argv)
     try:
-        report = score(args.logs, args.evaluation)
+        report = score(args.logs, args.evaluation, args.verify)
     except (DataError, ChecksumError, PathError, BoardsNotFound) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

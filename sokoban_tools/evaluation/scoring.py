@@ -5,7 +5,9 @@ over the same published boards. So the rows of the logs (the schema of
 :mod:`sokoban_tools.records.episodes`) are grouped by (method, run, update), and a log
 is refused, naming its file and line, when a validation row played another
 evaluation file than the published one, when logs played different board
-sets, or when a group repeats a board, names an unknown one or misses one.
+sets, or when a group repeats a board, names an unknown one or misses one
+(but for ``score``, the last pass of a run still validating, or stopped mid-pass:
+:func:`passes`).
 Training rows are counted and otherwise ignored: scores are of validation.
 """
 
@@ -20,17 +22,17 @@ from sokoban_published import PUBLISHED_FILES
 
 from ..layout import ROOT, VALIDATION_DATA
 from ..protocol import STRATA, stratum_of
-from ..records.rows import DataError
-from ..records.episodes import EpisodeRecord, read_episodes
+from ..records.rows import BoardRow, DataError
+from ..rules.board import Board
+from ..records.episodes import EpisodeRecord, log_holder
 from ..records.boards import board_file, board_file_from
 from ..records.manifest import BOARDS, manifest_path, read_manifest
 from ..records.tasks import load_validation
+from .inputs import incomplete_hint, read_log
 from .stats import wilson_interval
 
 DEFAULT_VALIDATION = ROOT / VALIDATION_DATA
 REPLAY_HINT = f"play the current {VALIDATION_DATA} again and log every board of each pass"
-INCOMPLETE_HINT = ("a run interrupted during validation leaves such a pass: resume or restart it with the "
-                   "patched trainer, which sets the pass aside, or move these rows out of the log")
 REPEATED_HINT = ("the log holds two runs' passes (a re-run in the same folder, or a resume without the "
                  "patched trainer, which sets them aside): give each run its own trainer.experiment_name or "
                  "env.fairness_log, or move one run's rows out of the log")
@@ -44,6 +46,12 @@ class BoardSet:
     task_ids: tuple[str, ...]
     lengths: np.ndarray
     strata: np.ndarray
+    rows: tuple[BoardRow, ...] = ()
+
+    @property
+    def by_id(self) -> dict[str, Board]:
+        """Each validation board by its task ID, as a replay plays it."""
+        return {row.task_id: row.board for row in self.rows}
 
     @classmethod
     def load(cls, path: Path | str | None = None, logs: list[Path] = ()) -> "BoardSet":
@@ -57,7 +65,7 @@ class BoardSet:
         rows = load_validation(board_file(VALIDATION_DATA, cache_first=True) if path is None else path)
         lengths = np.array([row.shortest_solution_length for row in rows])
         return cls(PUBLISHED_FILES[VALIDATION_DATA]["sha256"], tuple(row.task_id for row in rows),
-                   lengths, np.array([stratum_of(int(n)) for n in lengths]))
+                   lengths, np.array([stratum_of(int(n)) for n in lengths]), tuple(rows))
 
 
 def _recorded_board_file(logs: list[Path]) -> Path | None:
@@ -106,7 +114,7 @@ def read_logs(paths: list[Path]) -> Logs:
     log, or logs without a validation row, are refused naming the files."""
     rows, training, runs = [], 0, {}
     for path in paths:
-        records = read_episodes(path)
+        records = read_log(path)
         if not records:
             raise DataError(f"{path}: is empty, but an episode log holds one JSON line per finished episode; "
                             f"give the log the runtime wrote")
@@ -143,8 +151,33 @@ def check_board_set(rows: list[LoggedRow], boards: BoardSet) -> None:
             f"an old 1,000-row file or a stale copy; {REPLAY_HINT}")
 
 
+@dataclass(frozen=True)
+class InProgress:
+    """An incomplete pass that is the last thing its run wrote to its log: a pass being
+    written now (a run validating), or the one a run that stopped was writing (its resume
+    sets it aside and plays it again). ``holder``: the live writer holding the log's lock."""
+
+    method: str
+    run: str
+    update: int
+    log: str
+    played: int
+    boards: int
+    holder: str | None
+    refusal: str  # the error when nothing else is there to score
+
+
 def group_rows(rows: list[LoggedRow], boards: BoardSet) -> list[Group]:
-    """The complete validation passes in ``rows``, sorted by method, run and update."""
+    """The complete validation passes in ``rows``, sorted by method, run and update; any
+    incomplete pass is refused (:func:`passes` takes a run's last one as in progress)."""
+    return passes(rows, boards)[0]
+
+
+def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None) -> tuple[list[Group], list[InProgress]]:
+    """The complete validation passes in ``rows``, sorted by method, run and update, and, with
+    ``runs`` (:attr:`Logs.runs`), the passes in progress: an incomplete pass that is its run's last
+    validation in its log, with no training row after it. Any other incomplete pass is refused,
+    and so is a log with nothing but passes in progress (nothing to score yet)."""
     position = {task_id: i for i, task_id in enumerate(boards.task_ids)}
     seen: dict[tuple[str, str, int], dict[str, LoggedRow]] = {}
     for row in rows:
@@ -158,18 +191,37 @@ def group_rows(rows: list[LoggedRow], boards: BoardSet) -> list[Group]:
             raise DataError(f"{row.location}: {record.task_id} repeats in {_name(key)} (first at "
                             f"{played[record.task_id].location}): a repeated validation pass; {REPEATED_HINT}")
         played[record.task_id] = row
-    groups = []
+    groups, in_progress = [], []
     for key, played in sorted(seen.items()):
         first = next(iter(played.values())).location
         missing = [task_id for task_id in boards.task_ids if task_id not in played]
         if missing:
             shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
-            raise DataError(f"{first}: an incomplete validation pass: {_name(key)} misses {len(missing)} of "
-                            f"the {len(position)} validation boards ({shown}); {INCOMPLETE_HINT}")
+            log = first.rpartition(":")[0]
+            refusal = (f"{first}: an incomplete validation pass: {_name(key)} misses {len(missing)} of "
+                       f"the {len(position)} validation boards ({shown}); "
+                       f"{incomplete_hint(Path(log), len(played), len(position))}")
+            if runs is None or not _last_of_its_run(key, played.values(), runs):
+                raise DataError(refusal)
+            in_progress.append(InProgress(*key, log, len(played), len(position), log_holder(log), refusal))
+            continue
         ordered = [played[task_id].record for task_id in boards.task_ids]
         groups.append(Group(*key, np.array([r.won for r in ordered]),
                             np.array([r.episode_return for r in ordered]), first))
-    return groups
+    if not groups and in_progress:
+        raise DataError(f"{in_progress[0].refusal} (no complete pass to score yet)")
+    return groups, in_progress
+
+
+def _last_of_its_run(key: tuple[str, str, int], played, runs: dict) -> bool:
+    """Whether the pass ``key`` is written in one log, as the last validation of its run there,
+    with no training row of a later update (which a run writes only once the pass is done)."""
+    logs = {row.location.rpartition(":")[0] for row in played}
+    if len(logs) != 1:
+        return False
+    method, run, update = key
+    validated, trained = runs[Path(logs.pop())][(method, run)]
+    return update == max(validated) and (trained is None or trained <= update)
 
 
 def _name(key: tuple[str, str, int]) -> str:

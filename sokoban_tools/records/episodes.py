@@ -4,8 +4,9 @@ A fair comparison of training methods needs per-board results, not only a
 mean, so the runtime reports every episode it plays as an
 :class:`EpisodeRecord` and can append them to a JSONL log, which the scoring
 commands read back. Rows are compact JSON objects with exactly the keys of
-:data:`EPISODE_KEYS`, written in that order and read in any order (a JSON
-object's keys are unordered, and another trainer's writer will not keep ours):
+:data:`EPISODE_KEYS` (``moves`` may be missing from an older log's row), written in
+that order and read in any order (a JSON object's keys are unordered, and another
+trainer's writer will not keep ours):
 
 =====================  ======  =====================================================
 ``method``             str     the training method, e.g. ``"GRPO"``
@@ -21,11 +22,31 @@ object's keys are unordered, and another trainer's writer will not keep ours):
 ``evaluation_sha256``  str     validation rows: SHA-256 of the ``evaluation.jsonl``
                        | null  played, so a log of another board set is refused;
                                training rows: null
+``moves``              str     every action the episode played, in order, one
+                               letter each (:data:`MOVE_LETTERS`: ``U`` up, ``D``
+                               down, ``L`` left, ``R`` right, ``0`` an unparseable
+                               answer), e.g. ``"URRD0L"``; its letters other than
+                               ``0`` number ``actions``. It lets anyone replay the
+                               episode on its board (``score --verify``). Always
+                               written; a row of an older log without it is read
+                               with ``moves`` null and reported as unverified
 =====================  ======  =====================================================
+
+Every writer keeps an episode's outcome in an :class:`EpisodeTally` (the runtime
+environment keeps one per episode, :attr:`sokoban_tools.runtime.env.FairSokobanEnv.tally`),
+which makes its record, so every writer records the same fields the same way.
 
 Appending writes whole lines in one call, so an interrupted writer leaves at
 most a last line without its newline, which the reader refuses by line number.
-A process appends to a log through its one :class:`EpisodeWriter` (:func:`episode_writer`).
+A process appends to a log through its one :class:`EpisodeWriter` (:func:`episode_writer`),
+which every writer (the verl-agent hooks, ``evaluate``, ``vagen log``, Gymnasium) goes
+through. It holds the log's lock for the run: an exclusive ``flock`` on ``.<log>.lock``
+beside it, which the kernel drops when the process ends (even by kill -9), so a dead
+writer never blocks the next (a writer that closes removes the file; a dead one's stays). A second process on the same log is refused
+(:class:`LogInUse`, one line naming the log and the holder) before it writes anything.
+Holding the lock, the writer knows that temporary files its log's writes leave
+(``.<log>...tmp``: a side file's, a manifest's) are a dead writer's, and removes them,
+saying so in one line.
 
 Records are never deleted: records a resumed or restarted run will write again,
 and a torn last line, are moved out of the log by :func:`set_aside` into a side
@@ -35,22 +56,30 @@ holding the moved lines unchanged (a torn line given its newline).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 import re
+import socket
 import stat
-from dataclasses import dataclass
+import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from ..checks import problem
 from ..files import write_atomic
-from ..paths import read_bounded
+from ..paths import read_bounded, unwritable
 from . import strict_json
 from .rows import DataError
 
-EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256")
+EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256",
+                "moves")
+OPTIONAL_KEYS = ("moves",)  # absent from logs written before it existed: read as null (unverified)
+MOVE_LETTERS = "0UDLR"  # action a (0 none, 1 up, 2 down, 3 left, 4 right) is written MOVE_LETTERS[a]
+_MOVES = re.compile(f"[{MOVE_LETTERS}]*")
 PHASES = ("validation", "training")
 MAX_LOG_BYTES = 1 << 30  # about five million episodes; a reader refuses a larger file (split it)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -69,6 +98,7 @@ class EpisodeRecord:
     actions: int
     episode_return: float
     evaluation_sha256: str | None
+    moves: str | None = None  # None only in a row of an older log (unverified)
 
     def __post_init__(self):
         problem = _problem(self.as_dict())
@@ -76,19 +106,83 @@ class EpisodeRecord:
             raise ValueError(problem)
 
     def as_dict(self) -> dict:
-        """The row as written, keys in :data:`EPISODE_KEYS` order."""
+        """The row as written, keys in :data:`EPISODE_KEYS` order (``moves`` left out when
+        null: an older log's row is written back as it was)."""
         values = (self.method, self.run, self.phase, self.update, self.task_id, self.won,
-                  self.actions, self.episode_return, self.evaluation_sha256)
-        return dict(zip(EPISODE_KEYS, values))
+                  self.actions, self.episode_return, self.evaluation_sha256, self.moves)
+        return {key: value for key, value in zip(EPISODE_KEYS, values)
+                if value is not None or key not in OPTIONAL_KEYS}
+
+    @property
+    def verifiable(self) -> bool:
+        """The record holds its moves, so a replay can check it."""
+        return self.moves is not None
+
+    @property
+    def played_actions(self) -> list[int]:
+        """The actions of :attr:`moves` (0-4), in order; refused for a record without moves."""
+        if self.moves is None:
+            raise ValueError(f"the record of {self.task_id} holds no moves (a log of an older writer)")
+        return actions_of(self.moves)
 
     def to_line(self) -> str:
         """The canonical JSON line, without its newline."""
         return json.dumps(self.as_dict(), separators=(",", ":"), ensure_ascii=False)
 
 
+def moves_of(actions) -> str:
+    """The ``moves`` of a sequence of actions 0-4."""
+    return "".join(MOVE_LETTERS[int(action)] for action in actions)
+
+
+def actions_of(moves: str) -> list[int]:
+    """The actions 0-4 a ``moves`` string holds."""
+    return [MOVE_LETTERS.index(letter) for letter in moves]
+
+
+@dataclass
+class EpisodeTally:
+    """An episode's outcome while it is played: the one bookkeeping every writer keeps,
+    so every record holds its moves, action count, return and outcome alike.
+
+    :meth:`add` takes each action with the reward, ``done`` and ``won`` the environment
+    returned; the first ``done`` ends the tally and later steps are ignored, as verl-agent
+    masks an environment that is done. A writer that stops earlier (a turn limit reached
+    with unparseable answers, which count no step) simply stops adding.
+    """
+
+    played: list[int] = field(default_factory=list)
+    total: float = 0.0
+    won: bool = False
+    done: bool = False
+
+    def add(self, action: int, reward: float, done: bool, won: bool) -> None:
+        if self.done:
+            return
+        self.played.append(int(action))
+        self.total += reward
+        if done:
+            self.done, self.won = True, bool(won)
+
+    @property
+    def actions(self) -> int:
+        """Actions 1-4 played (an unparseable answer, 0, is not counted)."""
+        return sum(1 for action in self.played if action)
+
+    @property
+    def moves(self) -> str:
+        return moves_of(self.played)
+
+    def record(self, method: str, run: str, phase: str, update: int, task_id: str,
+               evaluation_sha256: str | None) -> "EpisodeRecord":
+        """The episode's record, labelled with the writer's method, run, phase and update."""
+        return EpisodeRecord(method, run, phase, update, task_id, self.won, self.actions, self.total,
+                             evaluation_sha256, self.moves)
+
+
 def _problem(row: dict) -> str | None:
     """What is wrong with a decoded row, or ``None``."""
-    missing = [key for key in EPISODE_KEYS if key not in row]
+    missing = [key for key in EPISODE_KEYS if key not in row and key not in OPTIONAL_KEYS]
     unknown = [key for key in row if key not in EPISODE_KEYS]
     if missing or unknown:
         return (f"keys are {list(row)}, expected {list(EPISODE_KEYS)} in any order "
@@ -112,12 +206,20 @@ def _problem(row: dict) -> str | None:
             return f"evaluation_sha256 of a validation row must be 64 lower-case hex digits, got {digest!r}"
     elif digest is not None:
         return f"evaluation_sha256 of a training row must be null, got {digest!r}"
+    moves = row.get("moves")
+    if moves is not None:
+        if not isinstance(moves, str) or not _MOVES.fullmatch(moves):
+            return f"moves must be a string of the letters {MOVE_LETTERS} (one per action played), got {moves!r}"
+        counted = len(moves) - moves.count("0")
+        if counted != row["actions"]:
+            return (f"moves {moves!r} hold {counted} actions 1-4 but actions is {row['actions']}: "
+                    f"the record contradicts itself")
     return None
 
 
-def append_episodes(path: Path | str, records: Iterable[EpisodeRecord]) -> int:
+def _append(path: Path, records: Iterable[EpisodeRecord]) -> int:
     """Append ``records`` to the log at ``path`` (created if missing) in one
-    write; returns how many were written."""
+    write; returns how many were written. Only :class:`EpisodeWriter` calls it."""
     lines = "".join(record.to_line() + "\n" for record in records)
     if not lines:
         return 0
@@ -154,32 +256,147 @@ def _write_all(fd: int, data: bytes, path) -> None:
         written += count
 
 
+class LogInUse(OSError):
+    """Another process holds the lock of an episode log this process would write."""
+
+
+def lock_path(log: Path | str) -> Path:
+    """Where the lock of the episode log ``log`` lives: ``.<log>.lock`` beside it."""
+    log = Path(log)
+    return log.with_name(f".{log.name}.lock")
+
+
+def _temporaries(log: Path) -> list[Path]:
+    """The temporary files the writes of ``log`` make beside it (:func:`sokoban_tools.files.write_temp`
+    of the log itself, its manifest, its side files and their manifests), left there by a
+    writer that died before renaming them."""
+    own = re.compile(re.escape(f".{log.name}") + r"(\.manifest\.json|\.aside-\d+\.[a-z0-9-]+\.(jsonl|manifest\.json))?"
+                     r"\.[A-Za-z0-9_]{8}\.tmp")
+    if not log.parent.is_dir():
+        return []
+    return sorted(path for path in log.parent.iterdir() if own.fullmatch(path.name) and path.is_file())
+
+
+def _take_lock(log: Path) -> int:
+    """The descriptor holding the exclusive lock of ``log`` (see the module docstring);
+    :class:`LogInUse` naming the holder when another process has it."""
+    problem = unwritable(log)
+    if problem:
+        raise ValueError(f"the episode log {problem}")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    path = lock_path(log)
+    while True:
+        try:  # non-blocking: a FIFO in the lock's place must not hang the open
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o666)
+        except OSError as err:
+            raise OSError(err.errno, f"the lock {path} of the episode log {log} cannot be opened ({err.strerror}); "
+                                     f"make its folder writable, or remove it if no run writes the log") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"the lock {path} of the episode log {log} is not a regular file; remove it "
+                          f"(a run makes a new one)")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip() or "a process that has not said which"
+            os.close(fd)
+            raise LogInUse(f"the episode log {log} is being written by another process ({holder}); let it "
+                           f"finish (or stop it), or give this run another log") from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # its holder removed the lock file as we took it: take the new one
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    os.ftruncate(fd, 0)  # who holds it, for the refusal of the next: never the command line (a URL may hold a password)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {started}\n".encode("utf-8"), 0)
+    return fd
+
+
+def log_holder(log: Path | str) -> str | None:
+    """Who writes the log at ``log`` now, as its lock file says (pid, host, start), when that
+    process is alive on this host; ``None`` otherwise. Reads only: a reader never takes the
+    lock, so a writer starting at the same moment is never refused because of it."""
+    try:
+        text = lock_path(log).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    match = re.fullmatch(r"pid (\d+) on (\S+), since .*", text)
+    if match is None or match.group(2) != socket.gethostname():
+        return None
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return None  # its writer died: the kernel dropped the lock, the file stays
+    except PermissionError:
+        pass  # alive, another user's
+    return text
+
+
 class EpisodeWriter:
-    """The one writer of an episode log in this process (:func:`episode_writer`): every
-    append and every :func:`set_aside` of the log goes through it, so no two objects
-    interleave their writes or keep their own view of the file."""
+    """The one writer of an episode log in this process (:func:`episode_writer`): it holds
+    the log's lock (see the module docstring), and every append and every :func:`set_aside`
+    of the log goes through it, so no two writers interleave their writes or keep their own
+    view of the file. Close it (or use it in a ``with`` block) when the run is done."""
 
     def __init__(self, path: Path):
         self.path = path
+        self._fd: int | None = _take_lock(path)
+        self._users = 0
+        leftovers = _temporaries(path)
+        for leftover in leftovers:
+            leftover.unlink()
+        if leftovers:
+            print(f"sokoban-fairness: removed {', '.join(p.name for p in leftovers)} beside {path}, temporary "
+                  f"files a writer of this log left when it died", file=sys.stderr, flush=True)
 
     def append(self, records: Iterable[EpisodeRecord]) -> int:
-        """Append ``records`` in one write (see :func:`append_episodes`)."""
-        return append_episodes(self.path, records)
+        """Append ``records`` in one write (whole lines, synced)."""
+        self._check_open()
+        return _append(self.path, records)
 
     def set_aside(self, reason: str, keep=lambda record: False) -> "SetAside | None":
         """:func:`set_aside` on this log."""
-        return set_aside(self.path, reason, keep)
+        self._check_open()
+        return _set_aside(self.path, reason, keep)
+
+    def _check_open(self) -> None:
+        if self._fd is None:
+            raise RuntimeError(f"the writer of {self.path} is closed; take another with episode_writer()")
+
+    def close(self) -> None:
+        """Done with the log: once every user of the process's writer has closed it, the lock goes."""
+        if self._fd is None:
+            return
+        self._users -= 1
+        if self._users <= 0:
+            _WRITERS.pop(self.path, None)
+            lock_path(self.path).unlink(missing_ok=True)  # still held: the next writer makes a new one
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+    def __enter__(self) -> "EpisodeWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 _WRITERS: dict[Path, EpisodeWriter] = {}
 
 
 def episode_writer(path: Path | str) -> EpisodeWriter:
-    """The process's one writer of the log at ``path`` (one per log, made on first use)."""
+    """The process's one writer of the log at ``path`` (made, and the log's lock taken, on first
+    use; each call is a user, who closes it when done); :class:`LogInUse` if another process
+    writes the log, a ``ValueError`` if ``path`` is no place for a log (a directory, a FIFO)."""
     key = Path(os.path.abspath(path))
     if key not in _WRITERS:
         _WRITERS[key] = EpisodeWriter(key)
-    return _WRITERS[key]
+    writer = _WRITERS[key]
+    writer._users += 1
+    return writer
 
 
 ASIDE = ".aside-"  # <log>.aside-<k>.<reason>.jsonl
@@ -233,12 +450,12 @@ def _checked_row(line: str, where: str, fix: str) -> EpisodeRecord:
     problem = _problem(row) if isinstance(row, dict) else "not a JSON object"
     if problem:
         raise DataError(f"{where}: {problem}; {fix}")
-    values = [row[key] for key in EPISODE_KEYS]
+    values = [row.get(key) for key in EPISODE_KEYS]
     values[EPISODE_KEYS.index("return")] = float(row["return"])
     return EpisodeRecord(*values)
 
 
-def set_aside(path: Path | str, reason: str, keep=lambda record: False) -> SetAside | None:
+def _set_aside(path: Path | str, reason: str, keep=lambda record: False) -> SetAside | None:
     """Move every record of the log at ``path`` that ``keep`` rejects, and a torn last
     line (no newline), into a new side file ``<log>.aside-<k>.<reason>.jsonl``; ``None``
     when nothing moves. The side file is written (atomically) before the log is

@@ -8,7 +8,12 @@ runtime environment with verl-agent's rules and rewards, behind Gymnasium's API:
   "no valid answer": nothing moves, the turn is spent, -0.1), 1 up, 2 down, 3 left, 4 right;
 * an episode ends ``terminated`` when the box is on its target, ``truncated`` after
   ``max_steps`` turns (15, verl-agent's horizon; a no-op spends one), so a uniformly random
-  policy is the ``outputs_0_4`` policy of ``fairness/baselines.json``;
+  policy is the ``outputs_0_4`` policy of ``fairness/baselines.json``. The environment
+  truncates by itself: with ``episode_log``, an episode cut short from outside (Gymnasium's
+  ``TimeLimit``, ``gymnasium.make(..., max_episode_steps=k)`` with ``k`` below ``max_steps``,
+  or a ``reset()`` before the end) would be missing from the log, so the ``reset()`` after
+  it is refused, naming the board and the turn; ``make_vec``'s ``max_episode_steps`` below
+  ``max_steps`` is refused when the vector is built (at or above it, it changes nothing);
 * ``render_mode``: ``"rgb_array"`` (the image) or ``"ansi"`` (the text grid);
   ``gymnasium.make(..., render_mode="human")`` shows the image through Gymnasium's
   ``HumanRendering`` (needs pygame).
@@ -25,7 +30,8 @@ Boards, by ``split``:
 
 In a vector of ``n`` from ``gymnasium.make_vec`` (the registered ``vector_entry_point``),
 environment ``i`` is shard ``i`` of ``n``: in validation it plays boards ``i, i + n, ...``
-(so ``n`` environments playing ``256 / n`` episodes each make one pass), in training it
+(so ``n`` environments playing ``256 / n`` episodes each make one pass; a vector of more
+than 256 is refused when it is built, since its last environments would have no board), in training it
 plays positions ``i, i + n, ...`` of each draw of a sampler seeded ``s`` when the vector is
 reset with seed ``s`` (Gymnasium gives environment ``i`` the seed ``s + i``), so the vector
 plays each draw's boards once, between them.
@@ -41,6 +47,7 @@ for a policy that never learnt on the training boards).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache, partial
 from pathlib import Path
 
@@ -52,7 +59,7 @@ from ...checks import integer
 from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DEFAULT_MAX_STEPS, DIM_ROOM
 from ...records.boards import load_boards
-from ...records.episodes import EpisodeRecord, append_episodes
+from ...records.episodes import episode_writer
 from ...records.manifest import SETTING, environment_settings, new_manifest, write_manifest
 from ...records.rows import BoardRow
 from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
@@ -94,10 +101,12 @@ class SokobanFairnessEnv(gymnasium.Env):
         if self.shard_index >= self.shard_count:
             raise ValueError(f"shard_index must be below shard_count {shard_count}, got {shard_index}")
         self.rows, self.sha256 = _boards(split, None if dataset_dir is None else str(dataset_dir), hub_revision)
+        problem = _shard_problem(split, len(self.rows), self.shard_count)
+        if problem:
+            raise ValueError(problem)
         self.batch_size = len(self.rows) if batch_size is None else integer("batch_size", batch_size, self.shard_count)
         self.update = integer("update", update, 0)
         self.method, self.run = str(method), str(run)
-        self.episode_log = None if episode_log is None else Path(episode_log)
         self.observation_space = spaces.Box(0, 255, IMAGE_SHAPE, np.uint8)
         self.action_space = spaces.Discrete(len(ALL_ACTIONS))
         self._game = FairSokobanEnv("rgb_array", self.max_steps)
@@ -107,10 +116,14 @@ class SokobanFairnessEnv(gymnasium.Env):
         self._next = self.shard_index  # the next validation board
         self._row: BoardRow | None = None
         self._over = True
+        self._turns = 0
         self._logged: set[tuple[int, str]] = set()  # (update, board) of the validation records written
+        self.episode_log = None if episode_log is None else Path(episode_log)
+        self._writer = None
         if self.episode_log is not None:
-            self.episode_log.parent.mkdir(parents=True, exist_ok=True)
-            write_manifest(self.episode_log, self.manifest(settings or {}, trained))
+            manifest = self.manifest(settings or {}, trained)  # refused before the log is touched
+            self._writer = episode_writer(self.episode_log)  # the log's lock, shared by a vector's environments
+            write_manifest(self.episode_log, manifest)
 
     def manifest(self, settings: dict, trained: bool = True) -> dict:
         """The run manifest: the environment's settings, then the learner's ``settings``;
@@ -138,11 +151,18 @@ class SokobanFairnessEnv(gymnasium.Env):
         return self._row
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if self._writer is not None and not self._over and self._turns:
+            raise RuntimeError(
+                f"the episode on board {self._row.task_id} was cut at turn {self._turns} of its {self.max_steps}, "
+                f"before it ended, so it cannot be logged to {self.episode_log}: a TimeLimit wrapper "
+                f"(gymnasium.make(..., max_episode_steps={self._turns}) below the horizon) or a reset() before "
+                f"the end; leave max_episode_steps out (the environment truncates at max_steps itself) or set "
+                f"max_steps={self._turns}")
         super().reset(seed=seed)
         position = self._next_training_board(seed) if self.split == "train" else self._next_validation_board(seed)
         self._row = self.rows[position]
         self._game.start(self._row)
-        self._turns, self._return, self._over = 0, 0.0, False
+        self._turns, self._over = 0, False
         return self._game.render(), {"task_id": self._row.task_id, "board": position}
 
     def _next_training_board(self, seed: int | None) -> int:
@@ -176,28 +196,33 @@ class SokobanFairnessEnv(gymnasium.Env):
             raise ValueError(f"action must be one of {ACTION_CHOICES}; got {action!r}")
         reward, _, info = self._game.play(int(action))
         self._turns += 1
-        self._return += reward
         terminated = info["won"]
         truncated = not terminated and self._turns >= self.max_steps
         if terminated or truncated:
             self._over = True
-            self._record(terminated)
+            self._record()
         return (self._game.render(), float(reward), terminated, truncated,
                 {"task_id": self._row.task_id, "won": info["won"], "action_is_effective": info["action_is_effective"]})
 
-    def _record(self, won: bool) -> None:
-        if self.episode_log is None:
+    def _record(self) -> None:
+        if self._writer is None:
             return
         validation = self.split == "validation"
         if validation:  # a vector plays on past its share of a pass; each board is logged once per update
             if (self.update, self._row.task_id) in self._logged:
                 return
             self._logged.add((self.update, self._row.task_id))
-        record = EpisodeRecord(self.method, self.run, "validation" if validation else "training",
-                               self.update if validation else self._draw, self._row.task_id, won,
-                               self._game.num_env_steps, round(self._return, 10),
-                               self.sha256 if validation else None)
-        append_episodes(self.episode_log, [record])
+        record = self._game.tally.record(self.method, self.run, "validation" if validation else "training",
+                                         self.update if validation else self._draw, self._row.task_id,
+                                         self.sha256 if validation else None)
+        self._writer.append([replace(record, episode_return=round(record.episode_return, 10))])
+
+    def close(self):
+        """Release the episode log (its lock goes with the last environment of the process using it)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        super().close()
 
     def render(self):
         if self.render_mode == "rgb_array":
@@ -207,10 +232,32 @@ class SokobanFairnessEnv(gymnasium.Env):
         return None
 
 
-def make_vector(num_envs: int = 1, **kwargs) -> gymnasium.vector.SyncVectorEnv:
+def _shard_problem(split: str, boards: int, shard_count: int) -> str | None:
+    """Why ``shard_count`` environments cannot share the ``boards`` of ``split``, or ``None``."""
+    if split == "validation" and shard_count > boards:
+        return (f"a vector of {shard_count} environments over the {boards} validation boards leaves environments "
+                f"{boards}-{shard_count - 1} without a board: use at most {boards} (a divisor of {boards}, such as "
+                f"{boards // 2}, gives every environment the same number of boards per pass)")
+    return None
+
+
+def make_vector(num_envs: int = 1, max_episode_steps: int | None = None, **kwargs) -> gymnasium.vector.SyncVectorEnv:
     """``gymnasium.make_vec``'s vector of ``num_envs``: environment ``i`` is shard ``i`` of
-    ``num_envs`` (see the module docstring)."""
-    kwargs.pop("max_episode_steps", None)  # the environment truncates at its own max_steps
+    ``num_envs`` (see the module docstring). Checked before any environment is built: a
+    ``max_episode_steps`` below the horizon (``max_steps``), and more environments than
+    validation boards."""
     num_envs = integer("num_envs", num_envs, 1)
+    horizon = kwargs.get("max_steps", DEFAULT_MAX_STEPS)
+    if max_episode_steps is not None and max_episode_steps < horizon:
+        raise ValueError(f"max_episode_steps={max_episode_steps} would cut episodes before the horizon of "
+                         f"{horizon} turns, and a cut episode is neither verl-agent's nor logged; leave it out (the "
+                         f"environment truncates at max_steps itself) or set max_steps={max_episode_steps}")
+    split = kwargs.get("split", "train")
+    if split in SPLITS:
+        dataset_dir = kwargs.get("dataset_dir")
+        rows, _ = _boards(split, None if dataset_dir is None else str(dataset_dir), kwargs.get("hub_revision"))
+        problem = _shard_problem(split, len(rows), num_envs)
+        if problem:
+            raise ValueError(problem)
     return gymnasium.vector.SyncVectorEnv(
         [partial(SokobanFairnessEnv, shard_index=i, shard_count=num_envs, **kwargs) for i in range(num_envs)])

@@ -1,4 +1,6 @@
 """Any served vision-language model on the validation boards, played as verl-agent's validation plays
 them: the turn (:mod:`.turn`, with verl-agent's prompt in :mod:`.prompt`), the client
-(:mod:`.client`) and the command (:mod:`.evaluate`, ``python -m sokoban_tools evaluate``).
+(:mod:`.client`) and the command (:mod:`.evaluate`, ``python -m sokoban_tools evaluate``). A demo
+model to play without a GPU (:mod:`.demo_model`, ``demo-model``) and the card's quick start that
+evaluates it (:mod:`.quickstart`, ``quickstart``).
 """

@@ -5,18 +5,41 @@ is retried after an exponential backoff (``Retry-After`` honoured), a bounded nu
 of times. What retrying cannot mend stops the run with :class:`Stop`, one line
 naming the cause and the fix: a rejected key (401/403), an unknown model or wrong
 URL (404), no server listening, a model without image input, any other refused
-request. The API key comes from the caller (an environment variable) and is never
-written anywhere.
+request, and a server that answers 200 with something other than a chat completion
+(no ``choices``, an ``{"error": ...}`` body, an HTML page): a run that goes on would
+log every board as lost. ``timeout`` bounds each whole request, its body's last byte
+included, not each read, so a server trickling its answer is a timeout like any other.
+The API key comes from the caller (an environment variable) and is never written
+anywhere; credentials in the URL are never shown (:func:`public_url`).
 """
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import threading
+import time
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
 
 IMAGE_WORDS = ("image", "multimodal", "multi-modal", "vision", "mm_")
 MAX_DELAY = 60.0  # seconds: the longest wait between two attempts
+MAX_BODY_BYTES = 16 << 20  # a chat completion of 512 tokens is a few kilobytes
+_CREDENTIALS = re.compile(r"(?<=://)[^/\s@]+@")
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials or query, as messages and the manifest may show it."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
+    return urlunsplit((parts.scheme, host + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with the ``user:password@`` of every URL in it removed."""
+    return _CREDENTIALS.sub("", text)
 
 
 class Stop(Exception):
@@ -25,6 +48,10 @@ class Stop(Exception):
 
 class ClientUnavailable(Stop):
     """The ``openai`` package is not installed."""
+
+
+class _Deadline(Exception):
+    """A request ran past its whole-request timeout."""
 
 
 @dataclass(frozen=True)
@@ -97,8 +124,8 @@ class ServedModel:
                  retries: int = 5, backoff: float = 1.0, stop: threading.Event | None = None):
         openai = openai_module()
         self.openai = openai
-        self.base_url, self.model, self.decoding = base_url, model, decoding
-        self.retries, self.backoff = retries, backoff
+        self.base_url, self.model, self.decoding = public_url(base_url), model, decoding
+        self.retries, self.backoff, self.timeout = retries, backoff, timeout
         self.stop = stop or threading.Event()
         self.usage = Usage()
         self._fields = decoding.request_fields()
@@ -110,12 +137,16 @@ class ServedModel:
         """Stop now if the server is unreachable, refuses the key, or does not serve the model;
         returns who owns the model by the server's list (vLLM says ``vllm``), if it lists one."""
         try:
-            models = list(self.client.models.list())
+            body = self._read(self.client.models.with_streaming_response.list())
         except self.openai.NotFoundError:
             return None  # a server without the listing: the first request tells
-        except self.openai.APIError as err:
+        except (self.openai.APIError, _Deadline) as err:
             raise self._stop(err) from None
-        served = {entry.id: getattr(entry, "owned_by", None) for entry in models}
+        models = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(models, list) or not all(isinstance(entry, dict) for entry in models):
+            raise Stop(f"{self.base_url}/models answered {_what(body)}, not a list of models: give --base-url "
+                       f"as the OpenAI-compatible server's URL, ending in /v1")
+        served = {entry.get("id"): entry.get("owned_by") for entry in models}
         if served and self.model not in served:
             shown = ", ".join(sorted(served)[:5])
             raise Stop(f"{self.base_url} does not serve the model {self.model!r} (it serves {shown}); give "
@@ -129,9 +160,9 @@ class ServedModel:
             if self.stop.is_set():
                 raise Stop("stopped")
             try:
-                response = self.client.chat.completions.create(
-                    model=self.model, messages=messages, n=1, seed=seed, **self._fields)
-            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError) as err:
+                response = self._read(self.client.chat.completions.with_streaming_response.create(
+                    model=self.model, messages=messages, n=1, seed=seed, **self._fields))
+            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, _Deadline) as err:
                 last = err
             except openai.APIStatusError as err:
                 if err.status_code in (408, 409) or err.status_code >= 500:
@@ -151,14 +182,46 @@ class ServedModel:
         raise Stop(f"{self.base_url} kept failing: {_describe(last)} after {self.retries} retries; lower "
                    f"--concurrency, or wait and run again with --resume (finished boards are kept)")
 
-    def _answer(self, response) -> Answer:
-        choices = getattr(response, "choices", None) or []
-        message = getattr(choices[0], "message", None) if choices else None
-        text = getattr(message, "content", None)
-        usage = getattr(response, "usage", None)
-        prompt = getattr(usage, "prompt_tokens", None)
-        self.usage.add(requests=1, prompt_tokens=prompt or 0,
-                       completion_tokens=getattr(usage, "completion_tokens", None) or 0)
+    def _read(self, request) -> object:
+        """The decoded JSON body of ``request`` (a streaming-response context), read before the
+        whole-request deadline (:class:`_Deadline` past it); a body that is not JSON is
+        returned as its text, for :func:`_what` to describe."""
+        deadline = time.monotonic() + self.timeout
+        with request as response:
+            body = bytearray()
+            try:
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if time.monotonic() > deadline:
+                        raise _Deadline(f"the answer took over --timeout {self.timeout:g} s "
+                                        f"({len(body):,} bytes of it had come)")
+                    if len(body) > MAX_BODY_BYTES:
+                        break
+            except (_Deadline, self.openai.OpenAIError):
+                raise
+            except Exception as err:  # the HTTP library's own read errors: a dropped or timed-out body
+                raise self.openai.APIConnectionError(message=f"{type(err).__name__}: {err}",
+                                                     request=response.http_response.request) from err
+        text = bytes(body).decode("utf-8", "replace")
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    def _answer(self, body) -> Answer:
+        """The answer in a chat completion's body; :class:`Stop` when it holds none (see the module docstring)."""
+        choices = body.get("choices") if isinstance(body, dict) else None
+        message = choices[0].get("message") if isinstance(choices, list) and choices and \
+            isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            raise Stop(f"{self.base_url} answered a chat completion request with {_what(body)}, not a completion: "
+                       f"check that --base-url is the model server's OpenAI-compatible URL and that it serves "
+                       f"chat completions, then run again with --resume (finished boards are kept)")
+        text = message.get("content")
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        prompt = usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else None
+        completion = usage.get("completion_tokens") if isinstance(usage.get("completion_tokens"), int) else 0
+        self.usage.add(requests=1, prompt_tokens=prompt or 0, completion_tokens=completion)
         return Answer(text if isinstance(text, str) else "", prompt)
 
     def _delay(self, attempt: int, err) -> float:
@@ -175,6 +238,8 @@ class ServedModel:
         """The one line for a failure no retry mends."""
         openai = self.openai
         where = f"{self.base_url}"
+        if isinstance(err, _Deadline):
+            return Stop(f"{where} did not answer in time: {err}; start or fix the server, or raise --timeout")
         if isinstance(err, openai.APIConnectionError):
             return Stop(f"cannot connect to {where} ({_describe(err)}): start the server (e.g. vllm serve MODEL) "
                         f"or fix --base-url, then run again (with --resume if boards are finished)")
@@ -201,7 +266,21 @@ def _refused(err) -> bool:
     return False
 
 
+def _what(body) -> str:
+    """What a body that is not the expected document is, in a few words."""
+    if isinstance(body, dict) and "error" in body:
+        error = body["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        return f"an error ({without_credentials(' '.join(str(message).split()))[:200]})"
+    if isinstance(body, dict):
+        return f"a JSON object without them (keys {sorted(body)[:8]})"
+    if isinstance(body, str):
+        kind = "an HTML page" if body.lstrip()[:15].lower().startswith(("<!doctype html", "<html")) else "text"
+        return f"{kind} ({without_credentials(' '.join(body.split()))[:80]!r})" if body.strip() else "an empty body"
+    return f"a JSON {type(body).__name__}"
+
+
 def _describe(err) -> str:
     status = getattr(err, "status_code", None)
-    message = " ".join(str(getattr(err, "message", None) or err).split())[:300]
+    message = without_credentials(" ".join(str(getattr(err, "message", None) or err).split()))[:300]
     return f"HTTP {status}: {message}" if status else message

@@ -1,10 +1,14 @@
-"""``python -m sokoban_tools evaluate``: a served vision-language model on the 256 validation boards.
+"""``python -m sokoban_tools evaluate``: a served model on the 256 validation boards.
 
     python -m sokoban_tools evaluate --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-VL-3B-Instruct \\
         --log runs/qwen3b-base.jsonl [--method NAME --run NAME --update N] [--resume]
+    python -m sokoban_tools evaluate --mode tiny_rgb_array --history-length 2 --base-url ... --model ... --log ...
 
 Each board is played from its stored start as verl-agent's validation plays it
-(:mod:`.turn`), against any OpenAI-compatible chat-completions server, boards
+(:mod:`.turn`), with its visual turn (``--mode rgb_array``, the default: a
+vision-language model) or its text turn (``--mode tiny_rgb_array``, verl-agent's own
+default: any chat model, :mod:`.text_turn`), against any OpenAI-compatible
+chat-completions server, boards
 ``--concurrency`` at a time. Every finished board's record is appended to the
 episode log at once, and the run manifest beside it (written before the first
 request) states the model, decoding, image processing and horizon, and the costs
@@ -12,7 +16,9 @@ request) states the model, decoding, image processing and horizon, and the costs
 patched trainer's. A run that stops part-way (killed, interrupted, a failure no
 retry mends) is finished by running the same command with ``--resume``: the boards
 already in the log are kept, the others are played from their start, so the log
-ends with every board once. ``--boards N`` plays the first N boards only: a quick
+ends with every board once. The run holds the log's lock
+(:func:`sokoban_tools.records.episodes.episode_writer`) from before it reads the log: a
+second process on the same log is refused in one line. ``--boards N`` plays the first N boards only: a quick
 look, not the protocol (``score`` refuses an incomplete pass).
 """
 
@@ -25,7 +31,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import PIL
 
@@ -35,64 +41,86 @@ from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...paths import PathError, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
-from ...records.episodes import EpisodeRecord, append_episodes, read_episodes, set_aside
+from ...records.episodes import EpisodeRecord, EpisodeWriter, episode_writer, read_episodes
 from ...files import json_document, write_atomic
-from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, new_manifest,
-                                 read_manifest, write_manifest)
+from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, manifest_path,
+                                 new_manifest, read_manifest, write_manifest)
 from ...records.rows import BoardRow, DataError
-from .client import Decoding, ServedModel, Stop
-from .prompt import UPSTREAM_COMMIT, VISUAL_PROMPT_SHA256
-from .turn import MIN_PIXELS, Episode, request_seed
+from .client import Decoding, ServedModel, Stop, public_url, without_credentials
+from .prompt import TEXT_PROMPT_NO_HISTORY_SHA256, TEXT_PROMPT_SHA256, UPSTREAM_COMMIT, VISUAL_PROMPT_SHA256
+from .turn import MIN_PIXELS, MODES, VISUAL_MODE, Episode, request_seed
 
 # verl-agent's launcher (run_sokoban.sh) and config (ppo_trainer.yaml) at UPSTREAM_COMMIT
 LAUNCHER = {"temperature": 0.4, "do_sample": True, "top_p": 1.0, "top_k": -1, "response_length": 512,
             "max_prompt_length": 1024, "history_length": 2}
 # the settings an evaluation plays; the others describe how the weights were trained
 PLAYED = ("initial_weights.model", "initial_weights.revision", "image_processing.observation",
-          "image_processing.max_prompt_length", "action_horizon", "reward.step", "reward.box_on_target",
-          "reward.box_off_target", "reward.solved")
+          "image_processing.max_prompt_length", "image_processing.history_length", "action_horizon", "reward.step",
+          "reward.box_on_target", "reward.box_off_target", "reward.solved")
 COST_INTERVAL = 10.0  # seconds between writes of the costs into the manifest
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sokoban_tools evaluate", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    """The options; each help names its default, verl-agent's launcher setting where it has one."""
+    p = argparse.ArgumentParser(prog="python -m sokoban_tools evaluate", description=__doc__.split("\n\n")[0])
     p.add_argument("--base-url", required=True, help="the server's OpenAI-compatible URL, ending in /v1")
     p.add_argument("--model", required=True, help="the model as the server names it; recorded as the weights")
     p.add_argument("--revision", default=None, help="the weights' revision (commit) or digest, recorded")
     p.add_argument("--log", required=True, type=Path, help="the episode log (JSONL) to append to; the run "
                    "manifest goes beside it")
-    p.add_argument("--method", default=None, help="the method label of the records (default: --model)")
+    p.add_argument("--method", default=None, help="the method label of the records (default: the --model)")
     p.add_argument("--run", default=None, help="the run label of the records (default: seed<SEED>)")
-    p.add_argument("--update", type=int, default=0, help="the training update the weights are from (0: before "
-                   "training)")
+    p.add_argument("--update", type=int, default=0, help="the training update the weights are from (default: 0, "
+                   "before training)")
     p.add_argument("--resume", action="store_true", help="finish the evaluation already begun in --log: keep "
                    "its finished boards, play the others from their start")
     p.add_argument("--boards", type=int, default=None, metavar="N",
-                   help="play only the first N boards in stored order: a quick look, NOT the protocol")
-    p.add_argument("--seed", type=int, default=0, help="the evaluation's seed, from which each request's is derived")
-    p.add_argument("--temperature", type=float, default=LAUNCHER["temperature"])
-    p.add_argument("--top-p", type=float, default=LAUNCHER["top_p"])
-    p.add_argument("--top-k", type=int, default=LAUNCHER["top_k"], help="-1: off")
-    p.add_argument("--greedy", action="store_true", help="greedy decoding (val_kwargs.do_sample=False)")
+                   help="play only the first N boards in stored order: a quick look, NOT the protocol "
+                        "(default: all 256)")
+    p.add_argument("--mode", choices=MODES, default=VISUAL_MODE,
+                   help="verl-agent's env.sokoban.mode: rgb_array, the image turn of a vision-language model; "
+                        "tiny_rgb_array, the text turn (verl-agent's default) of any chat model (default: rgb_array)")
+    p.add_argument("--history-length", type=int, default=LAUNCHER["history_length"],
+                   help="verl-agent's env.history_length: earlier turns a text prompt shows, 0 for none; a visual "
+                        f"prompt shows none whatever it is, but it is recorded (default: {LAUNCHER['history_length']})")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the evaluation's seed, from which each request's is derived (default: 0)")
+    p.add_argument("--temperature", type=float, default=LAUNCHER["temperature"],
+                   help=f"sampling temperature (default: {LAUNCHER['temperature']}, verl-agent's val_kwargs)")
+    p.add_argument("--top-p", type=float, default=LAUNCHER["top_p"],
+                   help=f"nucleus sampling's top-p (default: {LAUNCHER['top_p']}, verl-agent's val_kwargs)")
+    p.add_argument("--top-k", type=int, default=LAUNCHER["top_k"],
+                   help=f"top-k sampling, -1 for off (default: {LAUNCHER['top_k']}, verl-agent's val_kwargs)")
+    p.add_argument("--greedy", action="store_true", help="greedy decoding (val_kwargs.do_sample=False) instead of "
+                   "sampling")
     p.add_argument("--max-tokens", type=int, default=LAUNCHER["response_length"],
-                   help="tokens an answer may have (data.max_response_length)")
-    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="turns an episode may take (env.max_steps)")
+                   help=f"tokens an answer may have (default: {LAUNCHER['response_length']}, "
+                        f"data.max_response_length)")
+    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                   help=f"turns an episode may take (default: {DEFAULT_MAX_STEPS}, env.max_steps)")
     p.add_argument("--max-prompt-length", type=int, default=LAUNCHER["max_prompt_length"],
-                   help="a prompt the server counts longer stops the run, as verl-agent's truncation='error' does")
-    p.add_argument("--concurrency", type=int, default=32, help="boards played at once")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds a request may take before it is retried")
-    p.add_argument("--retries", type=int, default=5, help="retries of a request on 429, 5xx, timeouts")
-    p.add_argument("--backoff", type=float, default=1.0, help="seconds before the first retry; doubles each time")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="the environment variable holding the API key (never written anywhere)")
+                   help=f"a prompt the server counts longer stops the run, as verl-agent's truncation='error' does "
+                        f"(default: {LAUNCHER['max_prompt_length']}, data.max_prompt_length)")
+    p.add_argument("--concurrency", type=int, default=32, help="boards played at once (default: 32)")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds a request may take before it is retried (default: 120)")
+    p.add_argument("--retries", type=int, default=5, help="retries of a request on 429, 5xx, timeouts (default: 5)")
+    p.add_argument("--backoff", type=float, default=1.0,
+                   help="seconds before the first retry; doubles each time (default: 1)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VARIABLE",
+                   help="the environment variable holding the API key, never written anywhere (default: "
+                        "OPENAI_API_KEY; if unset, a placeholder key, which a local server takes)")
     p.add_argument("--server-kind", default=None,
                    help="what serves the model, recorded (default: the owner the server lists, e.g. vllm)")
     p.add_argument("--settings-from", type=Path, default=None, metavar="MANIFEST",
                    help="the run manifest of the training run the weights come from: its training settings "
                         "are recorded, so compare checks the rest against that run")
-    p.add_argument("--dataset-dir", type=Path, default=None, help="a local copy of the dataset repository")
-    p.add_argument("--hub-revision", default=None, help="the Hub revision to take the boards from")
+    boards = p.add_mutually_exclusive_group()
+    boards.add_argument("--dataset-dir", type=Path, default=None, metavar="FOLDER",
+                        help="a local copy of the dataset repository to take the boards from (default: the clone "
+                             "this runs from, else the pinned release on the Hub)")
+    boards.add_argument("--hub-revision", default=None, metavar="REVISION",
+                        help="the Hub revision to take the boards from (default: the pinned release)")
     return p
 
 
@@ -100,7 +128,8 @@ MAX_WAIT = 86_400  # seconds: past this a wait is no setting but a typo (and inf
 
 
 def check_options(p: argparse.ArgumentParser, args) -> None:
-    for name, low in (("update", 0), ("boards", 1), ("max_tokens", 1), ("max_steps", 1), ("max_prompt_length", 1),
+    for name, low in (("update", 0), ("history_length", 0), ("boards", 1), ("max_tokens", 1), ("max_steps", 1),
+                      ("max_prompt_length", 1),
                       ("concurrency", 1), ("retries", 0)):
         value = getattr(args, name)
         if value is not None and value < low:
@@ -113,7 +142,8 @@ def check_options(p: argparse.ArgumentParser, args) -> None:
     if args.boards is not None and args.boards > VALIDATION_SIZE:
         p.error(f"--boards is at most {VALIDATION_SIZE}, the validation boards")
     if urlsplit(args.base_url).scheme not in ("http", "https"):
-        p.error(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {args.base_url!r}")
+        p.error(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, "
+                f"got {without_credentials(args.base_url)!r}")
     for name in ("model", "method", "run", "revision", "server_kind"):
         value = getattr(args, name)
         if value is not None and not value.strip():
@@ -131,14 +161,6 @@ def api_key(args) -> str:
     return key or "EMPTY"
 
 
-def public_url(url: str) -> str:
-    """``url`` without credentials or query, as the manifest may show it."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
-    return urlunsplit((parts.scheme, host + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
-
-
 def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dict:
     """The run manifest of this evaluation (see the module docstring and ``--settings-from``)."""
     trained = None
@@ -150,8 +172,9 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
     settings.update({
         "initial_weights.model": args.model,
         "initial_weights.revision": args.revision,
-        "image_processing.observation": "rgb_array",
+        "image_processing.observation": args.mode,
         "image_processing.max_prompt_length": args.max_prompt_length,
+        "image_processing.history_length": args.history_length,
         "action_horizon": args.max_steps,
         "decoding.validation.temperature": 0.0 if not decoding.do_sample else float(decoding.temperature),
         "decoding.validation.top_p": float(decoding.top_p),
@@ -160,8 +183,6 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
         "decoding.validation.response_length": decoding.max_tokens,
         "decoding.validation.n": 1,
     })
-    if settings.get("image_processing.history_length") is None:
-        settings["image_processing.history_length"] = LAUNCHER["history_length"]
     subset = boards < VALIDATION_SIZE
     notes = {
         "evaluator": "python -m sokoban_tools evaluate: verl-agent's validation episode against a served model",
@@ -169,23 +190,48 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
         "base_url": public_url(args.base_url),
         "boards": (f"the first {boards} of the {VALIDATION_SIZE} validation boards: a quick look, NOT the protocol"
                    if subset else f"all {VALIDATION_SIZE} validation boards (the protocol)"),
-        "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_VISUAL_TEMPLATE (sha256 {VISUAL_PROMPT_SHA256}), "
-                  f"one user message per turn, the image in place of <image>",
-        "image": f"process_image of the 96x96 frame: upscaled to >= {MIN_PIXELS} pixels (256x256) with Pillow "
-                 f"{PIL.__version__}'s default resampling, sent as a PNG data URL",
+        **turn_notes(args),
         "request_seed": f"seed {args.seed}: each request's seed is the first 31 bits of "
                         f"SHA-256('{args.seed}/<task_id>/<turn>')",
-        "history_length": "rgb_array prompts show no history, whatever env.history_length",
         "settings_from": str(args.settings_from) if args.settings_from is not None else None,
     }
     train_digest = trained["data_sha256"].get(TRAIN_DATA) if trained is not None else None
     return new_manifest(args.method, settings, notes, trained=train_digest is not None)
 
 
-def record_manifest(log: Path, manifest: dict) -> None:
+def turn_notes(args) -> dict:
+    """What the manifest says of the turn: the prompt's source and digest, and the image or history."""
+    if args.mode == VISUAL_MODE:
+        return {
+            "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_VISUAL_TEMPLATE (sha256 {VISUAL_PROMPT_SHA256}), "
+                      f"one user message per turn, the image in place of <image>",
+            "image": f"process_image of the 96x96 frame: upscaled to >= {MIN_PIXELS} pixels (256x256) with Pillow "
+                     f"{PIL.__version__}'s default resampling, sent as a PNG data URL",
+            "history_length": "rgb_array prompts show no history, whatever env.history_length",
+        }
+    return {
+        "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_TEMPLATE_NO_HIS (sha256 {TEXT_PROMPT_NO_HISTORY_SHA256}) "
+                  f"on the first turn, then SOKOBAN_TEMPLATE (sha256 {TEXT_PROMPT_SHA256}), one user message of "
+                  f"plain text per turn with the board's tiny_rgb_array grid",
+        "history_length": (f"{args.history_length}: SimpleMemory.fetch's last {args.history_length} grids and "
+                           f"actions in every prompt after the first" if args.history_length > 0 else
+                           "0: every prompt is SOKOBAN_TEMPLATE_NO_HIS, no history"),
+    }
+
+
+def record_manifest(log: Path, manifest: dict, resuming: bool) -> None:
     """Write the manifest beside ``log``, or keep the one there (same method and settings,
     its costs) with the notes of this run: the board set, the server's URL may change on
-    ``--resume``."""
+    ``--resume``; the request seed may not (``resuming``: the log holds this evaluation's
+    boards, whose requests were seeded by the seed the manifest notes)."""
+    path = manifest_path(log)
+    if resuming and path.is_file():
+        before = (read_manifest(path).get(NOTES) or {}).get("request_seed")
+        if before is not None and before != manifest[NOTES]["request_seed"]:
+            raise Stop(f"{log}: its boards were played with request {before.split(':')[0]} (its manifest "
+                       f"{path.name}), not --seed {manifest[NOTES]['request_seed'].split(':')[0].split()[-1]}: "
+                       f"resuming would mix request seeds in one pass; resume with the first run's --seed, or "
+                       f"give this evaluation another --run")
     path = write_manifest(log, manifest)
     kept = read_manifest(path)
     if kept.get(NOTES) != manifest[NOTES]:
@@ -193,14 +239,15 @@ def record_manifest(log: Path, manifest: dict) -> None:
         write_atomic(path, json_document(kept))
 
 
-def finished_boards(log: Path, args, rows: list[BoardRow], sha256: str) -> dict[str, EpisodeRecord]:
+def finished_boards(writer: EpisodeWriter, args, rows: list[BoardRow], sha256: str) -> dict[str, EpisodeRecord]:
     """The records this evaluation already holds in ``log`` (with ``--resume``), checked; a
     last line cut by a kill is set aside beside the log (its board is played again), once
     every complete line has been checked. Without ``--resume`` any such record stops the run."""
+    log = writer.path
     if not log.exists():
         return {}
     if args.resume:
-        moved = set_aside(log, "torn-line", keep=lambda record: True)
+        moved = writer.set_aside("torn-line", keep=lambda record: True)
         if moved is not None:
             print(f"{moved.notice(log)}; its board is played again", file=sys.stderr)
     records = read_episodes(log)
@@ -229,8 +276,9 @@ def finished_boards(log: Path, args, rows: list[BoardRow], sha256: str) -> dict[
 class Evaluation:
     """The boards still to play, played ``concurrency`` at a time; records appended as they finish."""
 
-    def __init__(self, args, model: ServedModel, rows: list[BoardRow], sha256: str, held: dict):
-        self.args, self.model, self.sha256 = args, model, sha256
+    def __init__(self, args, model: ServedModel, rows: list[BoardRow], sha256: str, held: dict,
+                 writer: EpisodeWriter):
+        self.args, self.model, self.sha256, self.writer = args, model, sha256, writer
         self.todo = [row for row in rows if row.task_id not in held]
         self.boards = len(rows)
         self.played = len(held)
@@ -242,19 +290,25 @@ class Evaluation:
         self.wall = 0.0
 
     def play_board(self, row: BoardRow) -> EpisodeRecord | None:
-        episode = Episode(row, self.args.max_steps)
+        episode = Episode(row, self.args.max_steps, self.args.mode, self.args.history_length)
         while not episode.done:
             if self.stop.is_set():
                 return None
-            answer = self.model.complete(episode.messages(), request_seed(self.args.seed, row.task_id, episode.turns))
-            if answer.prompt_tokens is not None and answer.prompt_tokens > self.args.max_prompt_length:
-                raise Stop(f"the server counts {answer.prompt_tokens} prompt tokens, over --max-prompt-length "
-                           f"{self.args.max_prompt_length} (data.max_prompt_length), a prompt verl-agent's "
-                           f"validation refuses: serve the model verl-agent trains, or raise both limits together")
+            try:
+                answer = self.model.complete(episode.messages(),
+                                             request_seed(self.args.seed, row.task_id, episode.turns))
+                if answer.prompt_tokens is not None and answer.prompt_tokens > self.args.max_prompt_length:
+                    raise Stop(f"the server counts {answer.prompt_tokens} prompt tokens, over --max-prompt-length "
+                               f"{self.args.max_prompt_length} (data.max_prompt_length), a prompt verl-agent's "
+                               f"validation refuses: serve the model verl-agent trains, or raise both limits "
+                               f"together")
+            except BaseException:
+                self.stop.set()  # at once: no other board asks the server again
+                raise
             episode.answer(answer.text)
         record = episode.record(self.args.method, self.args.run, self.args.update, self.sha256)
         with self.lock:  # a finished episode is recorded even if the run is stopping
-            append_episodes(self.args.log, [record])
+            self.writer.append([record])
             self.played += 1
             self.wins += record.won
             if self.progress is not None:
@@ -309,22 +363,32 @@ def main(argv: list[str] | None = None) -> int:
     check_options(p, args)
     args.method = args.method or args.model
     args.run = args.run or f"seed{args.seed}"
+    try:
+        writer = episode_writer(args.log)  # the log's lock, held for the run, before anything is written
+    except (OSError, ValueError) as err:
+        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
+        return 1
+    with writer:
+        return evaluate(args, writer)
+
+
+def evaluate(args, writer: EpisodeWriter) -> int:
+    """The evaluation of ``args`` once its options are checked, holding the log's ``writer``."""
     decoding = Decoding(args.temperature, args.top_p, args.top_k, not args.greedy, args.max_tokens)
     try:
         rows, sha256 = load_boards(VALIDATION_DATA, args.dataset_dir, args.hub_revision)
         rows = rows[:args.boards] if args.boards is not None else rows
-        held = finished_boards(args.log, args, rows, sha256)
+        held = finished_boards(writer, args, rows, sha256)
         if args.settings_from is not None:
             read_manifest(args.settings_from)  # refused now, before the server is asked anything
         model = ServedModel(args.base_url, args.model, api_key(args), decoding, timeout=args.timeout,
                             retries=args.retries, backoff=args.backoff)
         server_kind = args.server_kind or model.check() or "openai-compatible"
-        args.log.parent.mkdir(parents=True, exist_ok=True)
-        record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)))
+        record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)), resuming=bool(held))
     except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
         return 1
-    evaluation = Evaluation(args, model, rows, sha256, held)
+    evaluation = Evaluation(args, model, rows, sha256, held, writer)
     if held:
         print(f"resuming: {len(held)} of {len(rows)} boards already in {args.log}", file=sys.stderr)
     try:
@@ -334,10 +398,10 @@ def main(argv: list[str] | None = None) -> int:
               f"--resume to finish", file=sys.stderr)
         return 130
     except (ManifestError, OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
         return 1
     if failure is not None:
-        print(f"error: {failure}", file=sys.stderr)
+        print(f"error: {without_credentials(str(failure))}", file=sys.stderr)
         print(f"{evaluation.played} of {len(rows)} boards are in {args.log}; once fixed, run the same command with "
               f"--resume to play the rest", file=sys.stderr)
         return 1

@@ -1,6 +1,8 @@
 """One board played against a served model, turn by turn, as verl-agent's validation plays it.
 
-A turn of verl-agent's validation (``rollout_loop.preprocess_single_sample`` over
+An :class:`Episode` is shared by both modes; what a turn shows the model is its mode's:
+the visual turn here (``rgb_array``), the text turn in :mod:`.text_turn`
+(``tiny_rgb_array``). A visual turn of verl-agent's validation (``rollout_loop.preprocess_single_sample`` over
 ``SokobanEnvironmentManager`` in ``rgb_array`` mode) is one user message: the visual
 prompt (:mod:`.prompt`) with the image where its ``<image>`` stands, and the image is
 ``process_image`` of the 96x96 frame: upscaled to at least ``256*256`` pixels with that
@@ -30,9 +32,10 @@ from sokoban_render import encode_png
 from ...records.episodes import EpisodeRecord
 from ...records.rows import BoardRow
 from ...rules.board import Board
-from ...runtime.env import NO_ACTION, FairSokobanEnv, render
+from ...runtime.env import FairSokobanEnv, render
 from ...runtime.projection import project_answer
 from .prompt import IMAGE_PLACEHOLDER, VISUAL_PROMPT
+from .text_turn import TEXT_MODE, TextTurn
 
 # process_image's bounds as verl-agent's rollout calls it (its defaults).
 MIN_PIXELS = 256 * 256
@@ -85,6 +88,20 @@ def user_message(board: Board) -> dict:
     ]}
 
 
+class VisualTurn:
+    """The visual turn: the same prompt every turn, the image of the position; no history."""
+
+    def message(self, board: Board) -> dict:
+        return user_message(board)
+
+    def played(self, board: Board, action: int) -> None:
+        pass
+
+
+VISUAL_MODE = "rgb_array"
+MODES = (VISUAL_MODE, TEXT_MODE)
+
+
 def request_seed(seed: int, task_id: str, turn: int) -> int:
     """The sampling seed of one request: a function of the evaluation's ``seed``, the board and
     the turn only, so a server honouring seeds replays a run whatever the concurrency."""
@@ -96,37 +113,32 @@ class Episode:
     """One board from its stored start: :meth:`messages` for the next turn, :meth:`answer`
     with the model's text, until :attr:`done`; then :meth:`record`."""
 
-    def __init__(self, row: BoardRow, max_steps: int):
+    def __init__(self, row: BoardRow, max_steps: int, mode: str = VISUAL_MODE, history_length: int = 2):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.row = row
         self.max_steps = max_steps
-        self.env = FairSokobanEnv(mode="rgb_array", max_steps=max_steps)
+        self.turn = VisualTurn() if mode == VISUAL_MODE else TextTurn(history_length)
+        self.env = FairSokobanEnv(mode=mode, max_steps=max_steps)
         self.env.start(row)
         self.turns = 0
-        self.actions = 0
-        self.total = 0.0
-        self.won = False
         self.done = False
 
     def messages(self) -> list[dict]:
-        return [user_message(self.env.board)]
+        return [self.turn.message(self.env.board)]
 
     def answer(self, text: str) -> int:
         """Play the model's answer; returns the action it became."""
         if self.done:
             raise RuntimeError(f"{self.row.task_id}: the episode is over")
         action, _ = project_answer(text)
-        reward, done, info = self.env.play(action)
+        self.turn.played(self.env.board, action)
+        _, done, _ = self.env.play(action)
         self.turns += 1
-        self.actions += action != NO_ACTION
-        self.total += reward
-        if done:
-            self.won = bool(info["won"])
         self.done = done or self.turns == self.max_steps
         return action
 
     def record(self, method: str, run: str, update: int, evaluation_sha256: str) -> EpisodeRecord:
         if not self.done:
             raise RuntimeError(f"{self.row.task_id}: the episode is not over")
-        return EpisodeRecord(method=method, run=run, phase="validation", update=update, task_id=self.row.task_id,
-                             won=self.won, actions=self.actions, episode_return=self.total,
-                             evaluation_sha256=evaluation_sha256)
+        return self.env.tally.record(method, run, "validation", update, self.row.task_id, evaluation_sha256)

@@ -5,8 +5,12 @@ holding ``metrics.json`` (seed, success, rewards, the reset's and every step's
 ``info``). :func:`records_from_dump` turns each into one
 :class:`sokoban_tools.records.episodes.EpisodeRecord` (``won``: VAGEN's success;
 ``actions``: the moves it executed, summed from :class:`.env.FairSokoban`'s
-``actions_taken``; ``return``: VAGEN's cumulative reward), refusing an unfinished or
-repeated board before anything is written. :func:`manifest_from_vagen_config` records
+``actions_taken``; ``moves``: those moves, joined from its steps' ``moves``;
+``return``: VAGEN's cumulative reward), refusing, before anything is
+written and naming the rollout's ``metrics.json``, an unfinished or repeated board, a
+rollout whose board is not its seed's, or of another ``evaluation.jsonl`` than the one
+the environment was given, and any field VAGEN never writes (a ``success`` that is not
+true or false, a negative action count). :func:`manifest_from_vagen_config` records
 VAGEN's settings under our controlled-settings keys where they mean the same thing and
 the rest (turn limit, actions per turn, reply format, reward scheme) under ``notes``,
 so ``compare`` against a verl-agent run names every setting that differs.
@@ -21,9 +25,11 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from ...layout import VALIDATION_DATA
+from ...records.boards import load_boards
 from ...records.episodes import EpisodeRecord
 from ...records.manifest import new_manifest
-from ...records.rows import DataError
+from ...records.rows import BoardRow, DataError
 
 ENV_NAME = "SokobanFairness"
 FINISHED = ("done", "max_turns")  # VAGEN's normal finish reasons; others are errors
@@ -119,8 +125,10 @@ def rollout_folders(tag_dir: Path) -> list[Path]:
     return sorted(path for path in tag_dir.iterdir() if path.is_dir())
 
 
-def _record_of(path: Path, metrics, method: str, run: str, update: int, rerun: str) -> tuple[int, EpisodeRecord]:
-    """The board position and the record of one rollout's ``metrics.json``."""
+def _record_of(path: Path, metrics, method: str, run: str, update: int, rerun: str,
+               rows: tuple[BoardRow, ...], sha256: str) -> tuple[int, EpisodeRecord]:
+    """The board position and the record of one rollout's ``metrics.json``, checked against
+    the validation ``rows`` and their file's ``sha256`` (see the module docstring)."""
     if metrics.get("finish_reason") not in FINISHED:
         raise DataError(f"{path}: the episode ended with {metrics.get('finish_reason')!r}, not "
                         f"{' or '.join(FINISHED)}; {rerun}")
@@ -129,17 +137,41 @@ def _record_of(path: Path, metrics, method: str, run: str, update: int, rerun: s
     if start.get("split") != "validation" or "task_id" not in start:
         raise DataError(f"{path}: not an episode of {ENV_NAME}'s validation boards (its reset info has no "
                         f"task_id, or another split); give the tag folder of the {ENV_NAME} env spec")
-    actions = sum(int(info.get("actions_taken", 0)) for info in infos[1:])
-    return int(start["board"]), EpisodeRecord(method, run, "validation", update, start["task_id"],
-                                              bool(metrics["success"]), actions,
-                                              float(metrics["cumulative_reward"]), start["file_sha256"])
+    edited = "VAGEN never writes that, so the dump was edited or mixes runs; evaluate into a new experiment.dump_dir"
+    seed = metrics["seed"]
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < len(rows):
+        raise DataError(f"{path}: seed {seed!r} names no validation board (0-{len(rows) - 1}); {edited}")
+    if start["board"] != seed or start["task_id"] != rows[seed].task_id:
+        raise DataError(f"{path}: seed {seed} plays board {rows[seed].task_id} (position {seed}), but the "
+                        f"rollout names {start['task_id']!r} at position {start['board']!r}; {edited}")
+    if start["file_sha256"] != sha256:
+        raise DataError(f"{path}: played an evaluation.jsonl of SHA-256 {str(start['file_sha256'])[:12]}..., "
+                        f"not this one ({sha256[:12]}...): a dump of another board set is never logged; "
+                        f"evaluate these boards into a new experiment.dump_dir")
+    if not isinstance(metrics["success"], bool):
+        raise DataError(f"{path}: success is {metrics['success']!r}, not true or false; {edited}")
+    taken = [info.get("actions_taken", 0) for info in infos[1:]]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in taken):
+        raise DataError(f"{path}: actions_taken of the steps are {taken}, not counts (non-negative whole numbers); "
+                        f"{edited}")
+    steps = [info.get("moves") for info in infos[1:]]
+    moves = None if None in steps else "".join(map(str, steps))  # a dump of an older FairSokoban: unverified
+    try:
+        record = EpisodeRecord(method, run, "validation", update, start["task_id"], metrics["success"], sum(taken),
+                               float(metrics["cumulative_reward"]), start["file_sha256"], moves)
+    except ValueError as err:  # a field the log refuses (a return that is not finite, ...)
+        raise DataError(f"{path}: {err}; {edited}") from None
+    return seed, record
 
 
-def records_from_dump(tag_dir: Path | str, method: str, run: str, update: int = 0) -> list[EpisodeRecord]:
+def records_from_dump(tag_dir: Path | str, method: str, run: str, update: int = 0,
+                      dataset_dir: str | None = None, revision: str | None = None) -> list[EpisodeRecord]:
     """One validation record per rollout of ``tag_dir``, in board order; refuses a rollout without
-    metrics, one that ended in an error, one not of :class:`.env.FairSokoban`'s validation boards,
-    and a board played twice."""
+    metrics, one that ended in an error, one not of :class:`.env.FairSokoban`'s validation boards
+    (read from ``dataset_dir`` or the Hub ``revision``, as the env spec's ``fairness_boards`` and
+    ``fairness_revision`` say), and a board played twice (see the module docstring)."""
     tag_dir = Path(tag_dir)
+    rows, sha256 = load_boards(VALIDATION_DATA, dataset_dir, revision)
     rerun = "run VAGEN again with run.resume=skip_completed into the same experiment.dump_dir to finish it"
     by_board: dict[int, tuple[Path, EpisodeRecord]] = {}
     for folder in rollout_folders(tag_dir):
@@ -148,10 +180,11 @@ def records_from_dump(tag_dir: Path | str, method: str, run: str, update: int = 
             raise DataError(f"{path}: missing (an interrupted episode); {rerun}")
         try:
             metrics = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as err:
-            raise DataError(f"{path}: not JSON ({err}); {rerun}") from None
+        except ValueError as err:  # VAGEN's resume neither removes nor replays a folder whose metrics do not read
+            raise DataError(f"{path}: not JSON ({err}), a write cut short; remove the folder {folder} and "
+                            f"{rerun}") from None
         try:
-            board, record = _record_of(path, metrics, method, run, update, rerun)
+            board, record = _record_of(path, metrics, method, run, update, rerun, tuple(rows), sha256)
         except (KeyError, TypeError, AttributeError) as err:  # ValueError: our own refusals, kept as they are
             raise DataError(f"{path}: not the metrics VAGEN writes for an episode (missing or wrong {err}); "
                             f"{rerun}") from None

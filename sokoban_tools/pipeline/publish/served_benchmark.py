@@ -1,7 +1,7 @@
 """The ``benchmark`` rows of ``evaluate``: its own work per turn, and a full pass against the bare client.
 
 Both play the validation boards with the loopback server's random model
-(:mod:`.loopback_model`), whose move is drawn from each request's seed, so an
+(:mod:`sokoban_tools.integrations.served.demo_model`), whose move is drawn from each request's seed, so an
 offline pass here (no HTTP) walks exactly the positions the served pass walks, and
 yields exactly the requests ``evaluate`` sends. The bare client then sends those
 same requests, prepared beforehand, through the same ``openai`` client at the same
@@ -22,7 +22,7 @@ from ...protocol import DEFAULT_MAX_STEPS
 from ...records.tasks import load_validation
 from ...integrations.served.client import Decoding
 from ...integrations.served.turn import Episode, image_url, request_seed
-from .loopback_model import LoopbackServer, Script, random_policy
+from ...integrations.served.demo_model import LoopbackServer, Script, random_policy
 
 CONCURRENCY = 32  # evaluate's default
 REPEATS = 2

@@ -1,24 +1,34 @@
-"""A scripted "vision-language model" behind a real OpenAI-compatible HTTP server on 127.0.0.1.
+"""A demo model behind a real OpenAI-compatible HTTP server on 127.0.0.1.
 
-What ``evaluate`` is tested and timed against (``tests/test_evaluate.py``, the
+    python -m sokoban_tools demo-model [--policy random|shortest|bad-answers|mixed] [--port 8000]
+
+Something to point ``evaluate`` at without a GPU (the quick start does), and what
+``evaluate`` is tested and timed against (``tests/test_evaluate.py``, the
 ``benchmark`` rows): a :class:`LoopbackServer` (``http.server`` in a thread, loopback
 only, bounded request size) answering ``GET /v1/models`` and ``POST
-/v1/chat/completions`` as vLLM does. The "model" sees only the request: it decodes the
-PNG data URL, reads the board from the pixels (:func:`read_board`: each 16x16 tile of
-the frame matched against the renderer's tiles) and answers by its :class:`Script`:
-a shortest path, a seeded random move, malformed text, slowly, with 429/500 bursts,
-or it dies after a number of requests (its socket closed, so the next connection is
-refused). Every request it answered is kept (:attr:`LoopbackServer.seen`) for the
-tests to compare with what verl-agent's own code builds.
+/v1/chat/completions`` as vLLM does. The "model" sees only the request: from a visual
+turn (a list of parts) it decodes the PNG data URL and reads the board from the pixels
+(:func:`read_board`: each 16x16 tile of the frame matched against the renderer's
+tiles); from a text turn (a plain string) it reads the current grid of the prompt
+(:func:`read_text_board`). It answers by its policy (:data:`POLICIES`) in the format
+verl-agent's projection reads (``<think>...</think><action>up</action>``), or in VAGEN's
+reply format when the request is VAGEN's (a system prompt and the turns so far:
+:func:`vagen_answer`). For the
+tests a :class:`Script` also makes it slow, answer 429/500 bursts, or die after a
+number of requests (its socket closed, so the next connection is refused); every
+request it answered is kept (:attr:`LoopbackServer.seen`) for the tests to compare
+with what verl-agent's own code builds.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import io
 import json
 import random
+import signal
 import sys
 import threading
 import time
@@ -34,6 +44,7 @@ from sokoban_render import TILE_SIZE, render_rgb
 
 from ...rules.board import ACTION_NAMES, FLOOR, PLAYER, TARGET, WALL, Board
 from ...rules.solver import shortest_solution
+from ...runtime.projection import project_answer
 
 MAX_REQUEST_BYTES = 1 << 20
 FRAME = 96  # the environment's frame: 6x6 tiles of 16 pixels
@@ -41,6 +52,9 @@ FRAME = 96  # the environment's frame: 6x6 tiles of 16 pixels
 TILE_CODES = ((WALL, WALL), (FLOOR, FLOOR), (TARGET, TARGET), (TARGET, 3), (FLOOR, 4), (FLOOR, PLAYER),
               (TARGET, PLAYER))
 TILES = np.stack([render_rgb([[f]], [[s]]) for f, s in TILE_CODES]).astype(np.float32)  # (7, 16, 16, 3)
+# the tiny_rgb_array cell of each state code, as the runtime renders it; state code i is TILE_CODES[i]
+TEXT_CELLS = {f" {symbol} \t": code for code, symbol in enumerate(("#", "_", "O", "\u221a", "X", "P", "S"))}
+CURRENT_GRID = "current observation is:\n"
 MALFORMED = ("I would push the box.", "<think>hm</think><action>jump</action>", "",
              "<think>x</think></action>up<action>", "<think>🙂</think><ACTION>stay</ACTION>")
 
@@ -53,6 +67,22 @@ def read_board(pixels: np.ndarray) -> Board:
     cells = frame.astype(np.float32).reshape(6, TILE_SIZE, 6, TILE_SIZE, 3).swapaxes(1, 2)
     distance = ((cells[:, :, None] - TILES[None, None]) ** 2).sum(axis=(3, 4, 5))
     codes = np.asarray(TILE_CODES)[distance.argmin(axis=2)]
+    return Board.from_rooms(codes[..., 0], codes[..., 1])
+
+
+def read_text_board(prompt: str) -> Board:
+    """The position of the current grid of a text turn's ``prompt`` (the one after
+    "current observation is:", up to the line of admissible actions)."""
+    if CURRENT_GRID not in prompt:
+        raise ValueError("the prompt shows no current observation")
+    grid = prompt.rsplit(CURRENT_GRID, 1)[1].split("\nYour admissible actions", 1)[0]
+    codes = []
+    for line in grid.split("\n"):
+        cells = [line[i:i + 4] for i in range(0, len(line), 4)]
+        if not cells or any(cell not in TEXT_CELLS for cell in cells):
+            raise ValueError(f"not a tiny_rgb_array row: {line!r}")
+        codes.append([TILE_CODES[TEXT_CELLS[cell]] for cell in cells])
+    codes = np.asarray(codes)
     return Board.from_rooms(codes[..., 0], codes[..., 1])
 
 
@@ -108,10 +138,14 @@ def observation_policy(board: Board, seed: int = 0) -> str:
     return answer_text(next_on_shortest_path(board), think=kind % 3 != 0)
 
 
+# The policies by the name ``demo-model --policy`` takes, with what each shows.
 POLICIES: dict[str, Callable[[Board, int], str]] = {
-    "shortest": shortest_policy, "random": random_policy, "malformed": malformed_policy,
-    "observation": observation_policy,
+    "random": random_policy,  # a move uniform over up/down/left/right: the random floor
+    "shortest": shortest_policy,  # the next move of a shortest solution: every board solved
+    "bad-answers": malformed_policy,  # answers the projection cannot read: every turn is action 0
+    "mixed": observation_policy,  # mostly shortest, some wasted moves and bad answers
 }
+DEMO_MODEL = "sokoban-demo"
 
 
 @dataclass
@@ -121,7 +155,7 @@ class Script:
     before the server closes; ``delay``: seconds before each answer, ``slow`` before some."""
 
     policy: str = "shortest"
-    model: str = "loopback-vl"
+    model: str = DEMO_MODEL
     api_key: str | None = None
     fail: dict[int, int] = field(default_factory=dict)
     die_after: int | None = None
@@ -134,7 +168,8 @@ class Script:
 @dataclass(frozen=True)
 class Seen:
     """One request the model answered: the user text with ``<image>`` where the image was,
-    the image's pixels (digest and shape), the request's seed and sampling fields, the answer."""
+    the image's pixels (digest and shape; empty for a text turn), the request's seed and
+    sampling fields, the answer."""
 
     text: str
     image_sha256: str  # of the pixels' bytes
@@ -147,7 +182,7 @@ class Seen:
 class LoopbackServer:
     """A :class:`Script` served at :attr:`base_url` until :meth:`close` (a context manager)."""
 
-    def __init__(self, script: Script):
+    def __init__(self, script: Script, port: int = 0):
         self.script = script
         self.seen: list[Seen] = []
         self.requests = 0
@@ -155,7 +190,7 @@ class LoopbackServer:
         self.closed = threading.Event()
         self.listening = True
         self.closing = threading.Lock()
-        self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
+        self.server = _QuietServer(("127.0.0.1", port), _handler(self))
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
@@ -198,22 +233,35 @@ class LoopbackServer:
         if body.get("model") != script.model:
             return 404, _error(f"The model `{body.get('model')}` does not exist.", "NotFoundError")
         messages = body.get("messages")
-        if not isinstance(messages, list) or len(messages) != 1 or messages[0].get("role") != "user":
-            return 400, _error("expected one user message")
-        text, urls = [], []
-        for part in messages[0]["content"]:
-            if part["type"] == "text":
-                text.append(part["text"])
-            elif part["type"] == "image_url":
-                text.append("<image>")
-                urls.append(part["image_url"]["url"])
-        if urls and not script.images:
-            return 400, _error("loopback-text is not a multimodal model: image input is not supported")
-        if len(urls) != 1:
-            return 400, _error(f"expected one image, got {len(urls)}")
-        board, digest, shape = _look(urls[0])
+        if not isinstance(messages, list) or not messages or messages[-1].get("role") != "user":
+            return 400, _error("expected the messages to end with a user message")
+        # verl-agent's turn is one user message; VAGEN's a system prompt and the turns so far
+        vagen = len(messages) > 1
+        content = messages[-1].get("content")
+        if isinstance(content, str):  # a text turn: the grid is in the prompt
+            text = [content]
+            try:
+                board, digest, shape = read_text_board(content), "", ()
+            except ValueError as err:
+                return 400, _error(f"a text turn without a readable grid: {err}")
+        else:
+            text, urls = [], []
+            for part in content:
+                if part["type"] == "text":
+                    text.append(part["text"])
+                elif part["type"] == "image_url":
+                    text.append("<image>")
+                    urls.append(part["image_url"]["url"])
+            if urls and not script.images:
+                return 400, _error("loopback-text is not a multimodal model: image input is not supported")
+            if len(urls) != 1:
+                return 400, _error(f"expected one image, got {len(urls)}")
+            board, digest, shape = _look(urls[0])
         seed = body.get("seed")
-        answer = POLICIES[script.policy](board, seed if seed is not None else 0)
+        # a request without a seed (VAGEN sends none) draws from its number
+        answer = POLICIES[script.policy](board, seed if seed is not None else number)
+        if vagen:
+            answer = vagen_answer(answer, board, script.policy)
         if script.delay or number in script.slow:
             time.sleep(script.delay + script.slow.get(number, 0.0))
         if script.keep:
@@ -227,6 +275,22 @@ class LoopbackServer:
             "usage": {"prompt_tokens": 81 + len("".join(text)) // 4, "completion_tokens": len(answer) // 4 + 1,
                       "total_tokens": 81 + len("".join(text)) // 4 + len(answer) // 4 + 1},
         }
+
+
+VAGEN_MOVES = 3  # VAGEN's Sokoban example: up to 3 actions per turn
+
+
+def vagen_answer(answer: str, board: Board, policy: str) -> str:
+    """``answer`` (verl-agent's format) in VAGEN's reply format, which its wm, free_wm and
+    free_think parsers all read; the shortest policy sends the next moves a turn allows, an
+    answer the projection cannot read stays unreadable."""
+    action, _ = project_answer(answer)
+    if action == 0:
+        return answer
+    moves = list(shortest_solution(board))[:VAGEN_MOVES] if policy == "shortest" else [action]
+    words = ",".join(ACTION_NAMES[move].capitalize() for move in moves)
+    return (f"<observation>The board I see.</observation><think>I move {words}.</think><answer>{words}</answer>"
+            f"<prediction>The board after {words}.</prediction>")
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -303,3 +367,44 @@ def _handler(owner: LoopbackServer):
             self._send(*result)
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``demo-model``: serve a policy at http://127.0.0.1:PORT/v1 until Ctrl-C or SIGTERM."""
+    parser = argparse.ArgumentParser(
+        prog="python -m sokoban_tools demo-model",
+        description="Serve a demo model on 127.0.0.1 through an OpenAI-compatible API, to try evaluate without a "
+                    "GPU. It reads the board from the image and answers in the format verl-agent's projection "
+                    "reads: <think>...</think><action>up</action>.")
+    parser.add_argument("--policy", choices=list(POLICIES), default="random",
+                        help="how it answers: random (a uniform move; scores the exact random floor of "
+                             "fairness/baselines.json), shortest (solves every board), bad-answers (text the "
+                             "projection cannot read), mixed (mostly shortest, some wasted moves and bad answers); "
+                             "default: random")
+    parser.add_argument("--port", type=int, default=8000,
+                        help="the port on 127.0.0.1 to listen on, 0 for any free one (default: 8000)")
+    parser.add_argument("--model", default=DEMO_MODEL,
+                        help=f"the name it serves, which evaluate's --model gives (default: {DEMO_MODEL})")
+    parser.add_argument("--api-key", default=None,
+                        help="refuse requests without this key (default: any request is answered)")
+    args = parser.parse_args(argv)
+    try:
+        server = LoopbackServer(Script(args.policy, model=args.model, api_key=args.api_key, keep=False), args.port)
+    except OSError as err:
+        print(f"error: cannot listen on 127.0.0.1:{args.port} ({err.strerror}); give another --port, or --port 0 "
+              f"for a free one", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(f"demo model {args.model!r} (policy {args.policy}) serving at {server.base_url}; Ctrl-C stops it\n"
+          f"evaluate it with: python -m sokoban_tools evaluate --base-url {server.base_url} --model {args.model} "
+          f"--log runs/demo.jsonl", flush=True)
+    try:
+        while not stop.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    print(f"demo model stopped after {server.requests} requests", flush=True)
+    return 0

@@ -1,0 +1,119 @@
+"""What a file given to ``score`` or ``compare`` as an episode log is, and the fix for its source.
+
+Users hand over what a run left behind, and not always the log: the run
+manifest beside it, VAGEN's own ``summary.json``, an ``evaluate --boards 8``
+quick look, a log whose manifest is another method's. A message about line 1
+or a missing newline would send them repairing a file that is not broken; so
+each is named for what it is, with the fix for the tool that wrote it. The
+log's own row checks (:mod:`sokoban_tools.records.episodes`) stay the rule;
+this module only explains their refusals, and checks the method a manifest names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..records.episodes import EpisodeRecord, read_episodes
+from ..records.manifest import NOTES, SUFFIX, ManifestError, manifest_path, read_manifest
+from ..records.rows import DataError
+
+MANIFEST_FORMAT = "sokoban-fairness run manifest"
+# Keys of the summary.json VAGEN's evaluator writes into its dump folder.
+VAGEN_SUMMARY_KEYS = {"n_episodes", "success_rate", "episodes"}
+EVALUATE = "python -m sokoban_tools evaluate"
+TRAINER_HINT = ("a run interrupted during validation leaves such a pass: resume or restart it with the "
+                "patched trainer, which sets the pass aside, or move these rows out of the log")
+
+
+def read_log(path: Path) -> list[EpisodeRecord]:
+    """The checked rows of the episode log ``path``; a file that is not a log at all
+    is refused saying what it is and what to give instead."""
+    try:
+        return read_episodes(path)
+    except DataError as err:
+        found = not_a_log(path)
+        if found is None:
+            raise
+        raise DataError(found) from err
+
+
+def _document(path: Path) -> object | None:
+    """The JSON value ``path`` holds as a whole, when it is one document and not JSON lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        return json.loads(text) if "\n" in text.strip() or not text.endswith("\n") else _manifest_line(text)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _manifest_line(text: str) -> dict | None:
+    """A manifest written on one line is a document too; any other one-line object is a log row."""
+    value = json.loads(text)
+    return value if isinstance(value, dict) and str(value.get("format", "")).startswith(MANIFEST_FORMAT) else None
+
+
+def not_a_log(path: Path) -> str | None:
+    """Why ``path`` is no episode log, naming what it is, or ``None`` when it looks like one."""
+    value = _document(path)
+    if value is None or isinstance(value, dict) and "task_id" in value:  # none, or a log's one torn row
+        return None
+    if isinstance(value, dict) and str(value.get("format", "")).startswith(MANIFEST_FORMAT):
+        log = path.with_name(path.name[:-len(SUFFIX)]) if path.name.endswith(SUFFIX) else None
+        beside = f"{log}, the log it sits beside" if log is not None else "the log it was written beside"
+        return (f"{path}: is a run manifest (the settings of method {value.get('method')!r}), not an episode log; "
+                f"give {beside} (score and compare read the manifest from there themselves)")
+    if isinstance(value, dict) and VAGEN_SUMMARY_KEYS <= set(value):
+        return (f"{path}: is VAGEN's summary.json ({value.get('n_episodes')} episodes), its evaluator's own "
+                f"aggregate, which names no board, so not an episode log; write the log from the same dump "
+                f"with `python -m sokoban_tools vagen log --config YOUR.yaml --episode-log LOG` (or evaluate "
+                f"with `python -m sokoban_tools vagen evaluate --episode-log LOG ...`) and give LOG")
+    kind = f"a JSON object with the keys {', '.join(list(value)[:5])}" if isinstance(value, dict) else "one JSON document"
+    return (f"{path}: is {kind}, not an episode log, which holds one JSON object per finished episode, a line "
+            f"each (docs/scoring.md); give the log the run wrote")
+
+
+def _manifest_beside(log: Path) -> dict | None:
+    """The manifest beside ``log``, or ``None`` when there is none or it cannot be read
+    (the commands that need it refuse it themselves)."""
+    path = manifest_path(log)
+    try:
+        return read_manifest(path) if path.is_file() else None
+    except DataError:
+        return None
+
+
+def incomplete_hint(log: Path, played: int, boards: int) -> str:
+    """The fix for a pass of ``log`` holding ``played`` of the ``boards``, for the tool
+    its manifest says wrote it."""
+    manifest = _manifest_beside(log)
+    notes = manifest.get(NOTES) if manifest is not None else None
+    notes = notes if isinstance(notes, dict) else {}
+    if str(notes.get("evaluator", "")).startswith(EVALUATE):
+        if "NOT the protocol" in str(notes.get("boards", "")):
+            return (f"this log is an `evaluate --boards {played}` quick look, and score reads complete passes "
+                    f"only: play the other {boards - played} boards by running the same evaluate command with "
+                    f"--resume and without --boards")
+        return (f"evaluate stopped before the end of its pass: run the same evaluate command with --resume to "
+                f"play the {boards - played} boards left")
+    if notes.get("trainer") == "VAGEN":
+        return ("VAGEN's run did not play every board: finish it with run.resume=skip_completed into the same "
+                "experiment.dump_dir, then write the log again with `python -m sokoban_tools vagen log`")
+    return TRAINER_HINT
+
+
+def check_manifest_methods(rows: list) -> None:
+    """Refuse a validation row (a ``scoring.LoggedRow``) of another method than the manifest beside its log
+    names: the settings that manifest records, and the schedule checked against them, are another run's."""
+    manifests: dict[str, dict | None] = {}
+    for row in rows:
+        log = row.location.rpartition(":")[0]
+        if log not in manifests:
+            manifests[log] = _manifest_beside(Path(log))
+        manifest = manifests[log]
+        if manifest is not None and row.record.method != manifest["method"]:
+            raise ManifestError(
+                f"{row.location}: a row of method {row.record.method!r}, but the manifest beside the log "
+                f"({manifest_path(log).name}) is of method {manifest['method']!r}, so the settings and schedule "
+                f"it records are another run's; put the manifest of the run of {row.record.method!r} beside the "
+                f"log (that run wrote it), or give each method its own log and manifest")

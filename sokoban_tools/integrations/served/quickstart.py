@@ -1,0 +1,60 @@
+"""``python -m sokoban_tools quickstart``: the card's first command, the main job end to end without a GPU.
+
+It runs, in one process, the three commands a user runs against a model of their own,
+printing each as it would be typed:
+
+1. ``demo-model``: the demo model (:mod:`.demo_model`) on a free port of 127.0.0.1;
+2. ``evaluate``: the 256 validation boards played against it as verl-agent's validation
+   plays them, into an episode log and its run manifest;
+3. ``score``: that log's success with its 95% interval, per stratum.
+
+The demo model plays at random by default (a uniform move among the four), so its
+success estimates the exact random floor the card states (``fairness/baselines.json``).
+The log is the quick start's own: a second run replaces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from ...records.manifest import manifest_path
+from .demo_model import DEMO_MODEL, POLICIES, LoopbackServer, Script
+
+PROG = "python -m sokoban_tools"
+DEFAULT_LOG = Path("runs/quickstart/demo-model.jsonl")
+
+
+def _say(command: str, options: list[str], note: str = "") -> None:
+    print(f"\n$ {PROG} {command} {shlex.join(options)}{note}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"{PROG} quickstart", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policy", choices=list(POLICIES), default="random",
+                        help="the demo model's policy, as demo-model --policy takes it (default: random)")
+    parser.add_argument("--log", type=Path, default=DEFAULT_LOG,
+                        help=f"the episode log to write, replaced if it exists (default: {DEFAULT_LOG})")
+    args = parser.parse_args(argv)
+    from ...evaluation import score
+    from . import evaluate
+
+    for old in (args.log, manifest_path(args.log)):
+        if old.is_file():
+            old.unlink()  # the quick start's own log, from an earlier run
+    with LoopbackServer(Script(args.policy, keep=False)) as server:
+        port = server.base_url.split(":")[-1].split("/")[0]
+        _say("demo-model", ["--policy", args.policy, "--port", port], "   # here in this process, until evaluate ends")
+        options = ["--base-url", server.base_url, "--model", DEMO_MODEL, "--log", str(args.log)]
+        _say("evaluate", options)
+        code = evaluate.main(options)
+    if code:
+        return code
+    _say("score", [str(args.log)])
+    code = score.main([str(args.log)])
+    if code == 0:
+        print(f"\nNext: serve your own model (vLLM, llama.cpp, an API) and run the same evaluate and score "
+              f"commands with its --base-url and --model (docs/evaluating.md).", flush=True)
+    return code

@@ -1,0 +1,87 @@
+"""The demo model as a user starts it: ``python -m sokoban_tools demo-model``, a real server process.
+
+Each policy answers a real request for a validation board in the format the projection
+reads (or, for ``bad-answers``, in one it cannot); the process stops cleanly on SIGTERM
+and says in one line when its port is taken. ``evaluate`` against it, with no key in the
+environment, is the quick start (tests/test_quickstart.py) and tests/test_evaluate.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from conftest import REPO
+from sokoban_tools.integrations.served.demo_model import DEMO_MODEL, POLICIES
+from sokoban_tools.integrations.served.turn import user_message
+from sokoban_tools.records.tasks import load_validation
+from sokoban_tools.rules.board import from_lurd
+from sokoban_tools.runtime.projection import project_answer
+
+
+def start(*options: str) -> tuple[subprocess.Popen, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI")}
+    process = subprocess.Popen([sys.executable, "-m", "sokoban_tools", "demo-model", "--port", "0", *options],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = process.stdout.readline()
+    assert "serving at http://127.0.0.1:" in first, first + process.stderr.read()
+    return process, first.split("serving at ")[1].split(";")[0]
+
+
+def ask(base_url: str, body: dict) -> dict:
+    request = urllib.request.Request(f"{base_url}/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())
+
+
+@pytest.fixture(scope="module")
+def boards():
+    return load_validation(REPO / "fairness" / "evaluation.jsonl")[:6]
+
+
+def test_demo_model__lists_the_three_policies_the_card_promises_and_a_mixed_one():
+    assert set(POLICIES) == {"random", "shortest", "bad-answers", "mixed"}
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_demo_model__answers_each_board_by_its_policy_over_http_and_stops_on_sigterm(boards, policy):
+    process, base_url = start("--policy", policy)
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=60) as listing:
+            assert [model["id"] for model in json.loads(listing.read())["data"]] == [DEMO_MODEL]
+        for seed, row in enumerate(boards):
+            body = {"model": DEMO_MODEL, "messages": [user_message(row.board)], "seed": seed, "temperature": 0.4}
+            answer = ask(base_url, body)["choices"][0]["message"]["content"]
+            action, valid = project_answer(answer)
+            if policy == "bad-answers":
+                assert not valid, answer
+            elif policy == "shortest":
+                assert valid and action == from_lurd(row.shortest_solution)[0], answer
+            elif policy == "random":
+                assert valid and action in (1, 2, 3, 4), answer
+            else:
+                assert isinstance(answer, str)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert f"demo model stopped after {len(boards)} requests" in out and err == ""
+
+
+def test_demo_model__a_taken_port_is_named_in_one_line():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "sokoban_tools", "demo-model", "--port", str(port)], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "--port 0" in done.stderr
