@@ -185,7 +185,7 @@ def test_pinned_release__refuses_an_entry_of_the_wrong_type(tmp_path, entry, pro
 def intact(tmp_path):
     """A copy of what the card reads, unchanged."""
     root = tmp_path / "intact"
-    for name in ("fairness", "examples"):
+    for name in ("fairness", "examples", "results"):
         shutil.copytree(REPO / name, root / name)
     for name in ("pyproject.toml", "sokoban_fairness.py", "sokoban_pins.py", "BENCHMARKS.md"):
         shutil.copyfile(REPO / name, root / name)
