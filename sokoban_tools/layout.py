@@ -63,11 +63,16 @@ REPLAY_IMAGE = f"{IMAGES_FOLDER}/replay.png"
 LENGTHS_IMAGE = f"{IMAGES_FOLDER}/solution-lengths.png"
 BASELINES_IMAGE = f"{IMAGES_FOLDER}/random-policy-success.png"
 LEARNING_CURVES_IMAGE = f"{IMAGES_FOLDER}/learning-curves.png"
+RESULTS_IMAGE = f"{IMAGES_FOLDER}/results.png"
 # The pages the card links for what a visitor reads after it, each written from a card template of the same name.
 DOCS_FOLDER = "docs"
-DOC_PAGES = tuple(f"{DOCS_FOLDER}/{page}.md" for page in ("loading", "runtime", "scoring", "evaluating", "vagen",
-                                                          "gymnasium", "statistics", "reproducing"))
+DOC_PAGES = tuple(f"{DOCS_FOLDER}/{page}.md" for page in ("loading", "runtime", "scoring", "results", "evaluating",
+                                                          "vagen", "gymnasium", "statistics", "reproducing"))
 # The worked example: its scripts, linked from the docs pages, and the logs it scores.
 EXAMPLE = "examples/play_validation_board.py"
 RUNTIME_EXAMPLE = "examples/verl_agent_runtime.py"
 EXAMPLE_EPISODES = ROOT / "examples" / "episodes"
+# The results table: one folder per entry; the pipeline writes its own baseline entries, submitters add others.
+RESULTS_FOLDER = "results"
+RESULTS_DIR = ROOT / RESULTS_FOLDER
+BASELINE_ENTRIES = ("optimal", "random-policy", "path-follower")

@@ -105,6 +105,11 @@ class Verification:
         return {"verified": self.verified, "unverified": self.unverified,
                 "returns_unchecked": list(self.returns_unchecked)}
 
+    @classmethod
+    def of(cls, found: dict) -> "Verification":
+        """The verification of an :meth:`as_dict` (a report's)."""
+        return cls(found["verified"], found["unverified"], tuple(found["returns_unchecked"]))
+
     def describe(self) -> str:
         """One line for a report."""
         text = f"Replayed {self.verified:,} episodes from their moves: every one agrees with its record"

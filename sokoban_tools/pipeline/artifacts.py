@@ -58,7 +58,7 @@ from sokoban_published import PUBLISH_JOURNAL
 
 from ..files import json_document, sha256_bytes, sync_directory, write_atomic, write_temp  # noqa: F401 (json_document: for the pipeline's reports)
 from ..paths import unwritable
-from ..layout import DATA_FOLDER, DOCS_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, ROOT
+from ..layout import BASELINE_ENTRIES, DATA_FOLDER, DOCS_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, RESULTS_DIR, ROOT
 from .release import FLAG, ReleaseError, check_rewrite
 
 if TYPE_CHECKING:
@@ -70,7 +70,8 @@ TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by
 REPRODUCE = "python -m sokoban_tools reproduce"
 # The clone's folders `reproduce` writes (and clears of interrupted writes' leftovers).
 REPRODUCED_DIRECTORIES = tuple(path.resolve() for path in (ROOT, ROOT / DATA_FOLDER, ROOT / IMAGES_FOLDER,
-                                                            ROOT / DOCS_FOLDER, EXAMPLE_EPISODES))
+                                                            ROOT / DOCS_FOLDER, EXAMPLE_EPISODES,
+                                                            *(RESULTS_DIR / name for name in BASELINE_ENTRIES)))
 
 
 def write_set(files: dict[Path, bytes], command: str) -> None:

@@ -102,7 +102,14 @@ def log_path(out_dir: Path, method: str) -> Path:
     return out_dir / f"{method}.jsonl"
 
 
-def example_manifest(method: str, updates: tuple[int, ...], steps: int, searches: int) -> dict:
+SCRIPTED_NOTES = (
+    "A scripted policy of the worked example: it has no weights, prompt or decoding (null), sees the "
+    "state observation and plays the environment's horizon and rewards; costs count environment steps "
+    "and the path follower's shortest-path searches.")
+
+
+def example_manifest(method: str, updates: tuple[int, ...], steps: int, searches: int,
+                     notes: str = SCRIPTED_NOTES) -> dict:
     """The run manifest of a method's log: what a scripted policy has of the controlled
     settings, and its costs."""
     gaps = {later - earlier for earlier, later in zip(updates, updates[1:])}
@@ -113,10 +120,7 @@ def example_manifest(method: str, updates: tuple[int, ...], steps: int, searches
                      "update_budget.total_training_steps": max(updates),
                      "evaluation.before_training": 0 in updates,
                      "evaluation.frequency": gaps.pop() if len(gaps) == 1 else None})
-    manifest = new_manifest(method, settings, notes=(
-        "A scripted policy of the worked example: it has no weights, prompt or decoding (null), sees the "
-        "state observation and plays the environment's horizon and rewards; costs count environment steps "
-        "and the path follower's shortest-path searches."), trained=False)
+    manifest = new_manifest(method, settings, notes=notes, trained=False)
     entries = {"environment_steps": ("environment steps", steps)}
     if searches:
         entries["shortest_path_searches"] = ("solver calls", searches)

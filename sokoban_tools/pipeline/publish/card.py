@@ -1,6 +1,7 @@
 """Write everything a user reads about the data from the generated files.
 
-    python -m sokoban_tools card            # README.md, docs/*.md, fairness/README.md, images/*.png,
+    python -m sokoban_tools card            # README.md, docs/*.md, fairness/README.md, images/*.png
+                                            # (the results table and chart from results/),
                                             # and the published checksums, sokoban_pins.py
     python -m sokoban_tools card --check    # fail if any of them is out of date
     python -m sokoban_tools card --new-release   # pin changed data files as the release
@@ -23,15 +24,16 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ...evaluation import compare
-from ...evaluation.charts import PLOT_EXTRA, length_histogram, line_chart
+from ...evaluation import compare, leaderboard
+from ...evaluation.charts import PLOT_EXTRA, interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
 from ...evaluation.stats import wilson_interval
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                        DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
-                       LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, ROOT,
+                       LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, RESULTS_FOLDER,
+                       RESULTS_IMAGE, ROOT,
                        RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
                        SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
                        VALIDATION_DATA, VERIFICATION_FILE, IMAGE_TABLES, published)
@@ -411,6 +413,45 @@ def example_values(report: dict) -> dict[str, object]:
     }
 
 
+def results_report(repo: Path) -> dict:
+    """The leaderboard of the committed entries under ``results/``; :class:`CardError` naming
+    every refused entry, since the card shows only verified results."""
+    report = leaderboard.leaderboard(repo / RESULTS_FOLDER, repo / VALIDATION_DATA)
+    if report["refused"]:
+        raise CardError("results entries fail their checks: " + "; ".join(
+            f"{refusal['entry']}: {refusal['reason']}" for refusal in report["refused"])
+            + "; repair or remove them (`python -m sokoban_tools leaderboard` names each)")
+    return report
+
+
+def results_values(report: dict, baselines: dict) -> dict[str, object]:
+    """The card's compact results table and the results page's full one, from the leaderboard."""
+    exact = baselines["splits"]["validation"]["overall"]["moves_1_4"]["success"]["float"]
+    rows = [["Entry", "Model", "Method", "Success [exact 95% CI]", "vs best"], ["---"] * 5]
+    rows += [[f"`{r['entry']}`", r["model"], r["method"], leaderboard.rate(r), leaderboard.verdict(r)]
+             for r in report["entries"]]
+    differ = ", ".join(f"`{d['key']}`" for d in report["settings_differ"]) or "none"
+    return {
+        "results_table": _table(rows),
+        "results_settings_differ": differ,
+        "results_random_exact": _probability(exact),
+        "results_leaderboard": leaderboard.render(report),
+        "results_entries": len(report["entries"]),
+        "results_alpha": leaderboard.ALPHA,
+    }
+
+
+def results_picture(report: dict, baselines: dict) -> bytes:
+    """Every entry's success with its exact 95% interval, the random policy's exact expectation marked."""
+    exact = baselines["splits"]["validation"]["overall"]["moves_1_4"]["success"]["float"]
+    entries = report["entries"]
+    return interval_chart([r["entry"] for r in entries],
+                          {"success, exact 95% interval": [(r["success"], *r["ci95"]) for r in entries]},
+                          "success on the validation boards",
+                          title="Verified results entries (every episode replayed)",
+                          references={"random moves 1–4, exact expectation": [exact] * len(entries)})
+
+
 def fair_comparison_values() -> dict[str, object]:
     """The fair-comparison checklist and the manifest's settings table, both from
     the one definition of the controlled settings (``manifest.SETTINGS``)."""
@@ -436,7 +477,8 @@ def _citation(repo: Path) -> str:
 def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
     return [repo / name for name in (PINS, CARD, *DOC_PAGES, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
-                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, *IMAGE_TABLES.values())]
+                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, RESULTS_IMAGE,
+                                     *IMAGE_TABLES.values())]
 
 
 def _template(name: str, values: dict[str, object]) -> str:
@@ -463,15 +505,17 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     validation = read_rows(repo / VALIDATION_DATA)
     baselines = _read_json(repo, published(BASELINES_FILE))
     example = example_report(repo)
+    results = results_report(repo)
     first = validation[0]
     try:  # the reports' entries, read where each figure is made
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
-                  **example_values(example), **fair_comparison_values()}
+                  **example_values(example), **results_values(results, baselines), **fair_comparison_values()}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()
         }
         success_picture = baselines_picture(baselines)
+        results_chart = results_picture(results, baselines)
     except KeyError as err:
         raise CardError(f"the reports under {DATA_FOLDER}/ lack the entry {err}, so they predate this code; "
                         f"{REGENERATE}") from None
@@ -488,6 +532,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         length_histogram(histograms),
         success_picture,
         compare.learning_curves(example),
+        results_chart,
         *parquet.values(),
     )))
 
