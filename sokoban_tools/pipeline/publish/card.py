@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 from ...evaluation import compare, leaderboard
 from ...evaluation.charts import PLOT_EXTRA, interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
+from ...evaluation.stats import wilson_interval
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
@@ -38,6 +40,7 @@ from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD,
 from ...records.rows import BoardRow, DataError, read_board_file, read_regular_file, read_rows
 from ...rules.board import ACTION_NAMES, from_lurd
 from ...rules.images import render_board
+from ...protocol import stratum_of
 from ...protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from ...runtime.workers import DEFAULT_ENVS_PER_ACTOR
 from ..artifacts import command_line, run_command
@@ -318,11 +321,26 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "plot_extra": PLOT_EXTRA,
         "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,
+        **limitation_values(validation),
         "example_xsb": validation[0].board.xsb(),
         "citation": _citation(repo),
         "rewards": (f"{STEP_PENALTY:+g} a step, {BOX_ON_TARGET_REWARD:+g} box onto target, "
                     f"{BOX_OFF_TARGET_PENALTY:+g} off, {WIN_REWARD:+g} solved, "
                     f"{DEFAULT_MAX_STEPS}-action limit"),
+    }
+
+
+def limitation_values(validation: list[BoardRow]) -> dict[str, object]:
+    """The precision the card's Limitations quote: the Wilson interval of a pass near 50%,
+    and the upper end of the smallest stratum's interval with no win."""
+    low, high = wilson_interval(len(validation) // 2, len(validation))
+    boards = Counter(stratum_of(row.shortest_solution_length) for row in validation)
+    smallest = min(boards, key=lambda label: (boards[label], label))
+    return {
+        "wilson_half_width": f"{(high - low) / 2 * 100:.1f}",
+        "smallest_stratum": f"{smallest.replace('-', '–')} actions",
+        "smallest_stratum_boards": boards[smallest],
+        "smallest_stratum_upper": f"{wilson_interval(0, boards[smallest])[1]:.1%}",
     }
 
 
