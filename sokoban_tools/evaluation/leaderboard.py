@@ -253,7 +253,8 @@ def render(report: dict) -> str:
              *[f"{r['by_stratum'][s]['wins']}/{r['by_stratum'][s]['boards']}" for s in strata], verdict(r)]
             for i, r in enumerate(rows, start=1)]
     lines += [*([""] if lines else []),
-              f"{len(rows)} entries verified (every episode replayed from its moves) on evaluation.jsonl "
+              f"{len(rows)} {'entry' if len(rows) == 1 else 'entries'} verified (every episode replayed from its "
+              f"moves) on evaluation.jsonl "
               f"{report['evaluation_sha256'][:12]}…; success with its {report['interval']}; {report['test']}.",
               "", table([header] + body)]
     lines += ["", "Settings that differ between entries:" if report["settings_differ"] else
