@@ -427,7 +427,7 @@ def results_report(repo: Path) -> dict:
 def results_values(report: dict, baselines: dict) -> dict[str, object]:
     """The card's compact results table and the results page's full one, from the leaderboard."""
     exact = baselines["splits"]["validation"]["overall"]["moves_1_4"]["success"]["float"]
-    rows = [["Entry", "Model", "Method", "Success [exact 95% CI]", "vs best"], ["---"] * 5]
+    rows = [["Entry", "Model", "Method", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 5]
     rows += [[f"`{r['entry']}`", r["model"], r["method"], leaderboard.rate(r), leaderboard.verdict(r)]
              for r in report["entries"]]
     differ = ", ".join(f"`{d['key']}`" for d in report["settings_differ"]) or "none"
