@@ -47,7 +47,7 @@ from ..paths import PathError, read_bounded
 from ..protocol import STRATA
 from ..records import strict_json
 from ..records.boards import BoardsNotFound
-from ..records.episodes import MAX_LOG_BYTES, read_episodes
+from ..records.episodes import read_episodes
 from ..records.manifest import SETTING, manifest_path, read_manifest
 from ..records.rows import DataError
 from .compare import check_rows_against_manifests
@@ -289,8 +289,6 @@ def add_entry(results: Path, name: str, log: Path, model: str, submitted_by: str
     folder = results / name
     if folder.exists():
         raise DataError(f"{folder}: exists already; choose another name")
-    if len(log.read_bytes()) > MAX_LOG_BYTES:
-        raise DataError(f"{log}: larger than an episode log may be")
     lines, method = _chosen_pass(log, run, update)
     manifest_bytes = read_bounded(manifest_path(log), 1 << 20, "run manifest")
     read_manifest(manifest_path(log))

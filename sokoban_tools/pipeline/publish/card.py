@@ -32,7 +32,7 @@ from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                        DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
-                       LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, RESULTS_FOLDER,
+                       LAST_UPDATE_IMAGE, LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, RESULTS_FOLDER,
                        RESULTS_IMAGE, ROOT,
                        RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
                        SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
@@ -427,7 +427,7 @@ def results_report(repo: Path) -> dict:
 def results_values(report: dict, baselines: dict) -> dict[str, object]:
     """The card's compact results table and the results page's full one, from the leaderboard."""
     exact = baselines["splits"]["validation"]["overall"]["moves_1_4"]["success"]["float"]
-    rows = [["Entry", "Model", "Method", "Success [exact 95% CI]", "vs best"], ["---"] * 5]
+    rows = [["Entry", "Model", "Method", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 5]
     rows += [[f"`{r['entry']}`", r["model"], r["method"], leaderboard.rate(r), leaderboard.verdict(r)]
              for r in report["entries"]]
     differ = ", ".join(f"`{d['key']}`" for d in report["settings_differ"]) or "none"
@@ -477,8 +477,8 @@ def _citation(repo: Path) -> str:
 def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
     return [repo / name for name in (PINS, CARD, *DOC_PAGES, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
-                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, RESULTS_IMAGE,
-                                     *IMAGE_TABLES.values())]
+                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, LAST_UPDATE_IMAGE,
+                                     RESULTS_IMAGE, *IMAGE_TABLES.values())]
 
 
 def _template(name: str, values: dict[str, object]) -> str:
@@ -532,6 +532,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         length_histogram(histograms),
         success_picture,
         compare.learning_curves(example),
+        compare.learning_curves({**example, "updates": example["updates"][-1:]}),  # a forest plot
         results_chart,
         *parquet.values(),
     )))
