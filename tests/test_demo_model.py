@@ -9,6 +9,7 @@ environment, is the quick start (tests/test_quickstart.py) and tests/test_evalua
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -85,3 +86,13 @@ def test_demo_model__a_taken_port_is_named_in_one_line():
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "--port 0" in done.stderr
+
+
+def test_evaluating_page__lists_every_policy_and_its_answer_example_is_read_as_it_says():
+    page = (REPO / "docs" / "evaluating.md").read_text(encoding="utf-8")
+    section = page.split("## Without a GPU: the demo model", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^\| `([a-z-]+)`", section, re.M)[1:] == list(POLICIES)  # after the header row
+    answers = page.split("## The answer format", 1)[1].split("\n## ", 1)[0]
+    example = re.search(r"for example `([^`]+)`", answers).group(1)
+    assert project_answer(example) == (4, True)  # right, valid
+    assert example.endswith("<action>right</action>")
