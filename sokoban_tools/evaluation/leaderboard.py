@@ -47,7 +47,7 @@ from ..paths import PathError, read_bounded
 from ..protocol import STRATA
 from ..records import strict_json
 from ..records.boards import BoardsNotFound
-from ..records.episodes import MAX_LOG_BYTES, read_episodes
+from ..records.episodes import read_episodes
 from ..records.manifest import SETTING, manifest_path, read_manifest
 from ..records.rows import DataError
 from .compare import check_rows_against_manifests
@@ -253,9 +253,14 @@ def render(report: dict) -> str:
              *[f"{r['by_stratum'][s]['wins']}/{r['by_stratum'][s]['boards']}" for s in strata], verdict(r)]
             for i, r in enumerate(rows, start=1)]
     lines += [*([""] if lines else []),
-              f"{len(rows)} entries verified (every episode replayed from its moves) on evaluation.jsonl "
+              f"{len(rows)} {'entry' if len(rows) == 1 else 'entries'} verified (every episode replayed from its "
+              f"moves) on evaluation.jsonl "
               f"{report['evaluation_sha256'][:12]}…; success with its {report['interval']}; {report['test']}.",
               "", table([header] + body)]
+    unchecked = [r["entry"] for r in rows if not r["returns_replayed"]]
+    if unchecked:
+        lines += ["", f"Returns not replayed (the manifest declares another reward scheme than the runtime's; "
+                      f"outcome and actions were): {', '.join(unchecked)}."]
     lines += ["", "Settings that differ between entries:" if report["settings_differ"] else
               "Every controlled setting is the same in all entries."]
     for difference in report["settings_differ"]:
@@ -289,8 +294,6 @@ def add_entry(results: Path, name: str, log: Path, model: str, submitted_by: str
     folder = results / name
     if folder.exists():
         raise DataError(f"{folder}: exists already; choose another name")
-    if len(log.read_bytes()) > MAX_LOG_BYTES:
-        raise DataError(f"{log}: larger than an episode log may be")
     lines, method = _chosen_pass(log, run, update)
     manifest_bytes = read_bounded(manifest_path(log), 1 << 20, "run manifest")
     read_manifest(manifest_path(log))

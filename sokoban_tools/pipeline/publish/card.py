@@ -21,16 +21,18 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 from ...evaluation import compare, leaderboard
 from ...evaluation.charts import PLOT_EXTRA, interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
+from ...evaluation.stats import wilson_interval
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                        DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
-                       LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, RESULTS_FOLDER,
+                       LAST_UPDATE_IMAGE, LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, RESULTS_FOLDER,
                        RESULTS_IMAGE, ROOT,
                        RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
                        SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
@@ -38,6 +40,7 @@ from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD,
 from ...records.rows import BoardRow, DataError, read_board_file, read_regular_file, read_rows
 from ...rules.board import ACTION_NAMES, from_lurd
 from ...rules.images import render_board
+from ...protocol import stratum_of
 from ...protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from ...runtime.config import MAX_ENVIRONMENTS
 from ...runtime.workers import DEFAULT_ENVS_PER_ACTOR, RESTART_TIMEOUT
@@ -321,11 +324,26 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "plot_extra": PLOT_EXTRA,
         "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,
+        **limitation_values(validation),
         "example_xsb": validation[0].board.xsb(),
         "citation": _citation(repo),
         "rewards": (f"{STEP_PENALTY:+g} a step, {BOX_ON_TARGET_REWARD:+g} box onto target, "
                     f"{BOX_OFF_TARGET_PENALTY:+g} off, {WIN_REWARD:+g} solved, "
                     f"{DEFAULT_MAX_STEPS}-action limit"),
+    }
+
+
+def limitation_values(validation: list[BoardRow]) -> dict[str, object]:
+    """The precision the card's Limitations quote: the Wilson interval of a pass near 50%,
+    and the upper end of the smallest stratum's interval with no win."""
+    low, high = wilson_interval(len(validation) // 2, len(validation))
+    boards = Counter(stratum_of(row.shortest_solution_length) for row in validation)
+    smallest = min(boards, key=lambda label: (boards[label], label))
+    return {
+        "wilson_half_width": f"{(high - low) / 2 * 100:.1f}",
+        "smallest_stratum": f"{smallest.replace('-', '–')} actions",
+        "smallest_stratum_boards": boards[smallest],
+        "smallest_stratum_upper": f"{wilson_interval(0, boards[smallest])[1]:.1%}",
     }
 
 
@@ -412,7 +430,7 @@ def results_report(repo: Path) -> dict:
 def results_values(report: dict, baselines: dict) -> dict[str, object]:
     """The card's compact results table and the results page's full one, from the leaderboard."""
     exact = baselines["splits"]["validation"]["overall"]["moves_1_4"]["success"]["float"]
-    rows = [["Entry", "Model", "Method", "Success [exact 95% CI]", "vs best"], ["---"] * 5]
+    rows = [["Entry", "Model", "Method", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 5]
     rows += [[f"`{r['entry']}`", r["model"], r["method"], leaderboard.rate(r), leaderboard.verdict(r)]
              for r in report["entries"]]
     differ = ", ".join(f"`{d['key']}`" for d in report["settings_differ"]) or "none"
@@ -462,8 +480,8 @@ def _citation(repo: Path) -> str:
 def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
     return [repo / name for name in (PINS, CARD, *DOC_PAGES, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
-                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, RESULTS_IMAGE,
-                                     *IMAGE_TABLES.values())]
+                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, LAST_UPDATE_IMAGE,
+                                     RESULTS_IMAGE, *IMAGE_TABLES.values())]
 
 
 def _template(name: str, values: dict[str, object]) -> str:
@@ -517,6 +535,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         length_histogram(histograms),
         success_picture,
         compare.learning_curves(example),
+        compare.learning_curves({**example, "updates": example["updates"][-1:]}),  # a forest plot
         results_chart,
         *parquet.values(),
     )))
