@@ -6,6 +6,7 @@ product (:data:`USER_COMMANDS`), read the boards and episode logs:
     python -m sokoban_tools quickstart           # the demo model evaluated on the 256 boards, then scored
     python -m sokoban_tools score LOG ...        # success with intervals, per update and stratum
     python -m sokoban_tools compare --a LOG --b LOG
+    python -m sokoban_tools leaderboard [results/]   # verify every results entry and rank them
     python -m sokoban_tools evaluate --base-url URL --model NAME --log LOG   # a served model
     python -m sokoban_tools demo-model [--policy random]   # a model to evaluate without a GPU
     python -m sokoban_tools vagen evaluate --episode-log LOG   # VAGEN's evaluator on the boards
@@ -49,6 +50,11 @@ def _score() -> Main:
 
 def _compare() -> Main:
     from .evaluation.compare import main
+    return main
+
+
+def _leaderboard() -> Main:
+    from .evaluation.leaderboard import main
     return main
 
 
@@ -99,6 +105,11 @@ def _baselines() -> Main:
     return main
 
 
+def _results() -> Main:
+    from .pipeline.results_entries import main
+    return main
+
+
 def _card() -> Main:
     from .pipeline.publish.card import main
     return main
@@ -127,6 +138,8 @@ USER_COMMANDS = (
             _quickstart, False),
     Command("score", "score episode logs: success with 95%% intervals, per update and stratum", _score, False),
     Command("compare", "compare two methods board by board with paired statistics", _compare, False),
+    Command("leaderboard", "verify every results entry (replaying its episodes) and rank them with exact "
+            "statistics; --add writes an entry", _leaderboard, False),
     Command("evaluate", "play a served vision-language model on the validation boards as verl-agent's "
             "validation does, and log it", _evaluate, False),
     Command("demo-model", "serve a demo model (random, shortest-path or bad answers) to evaluate without a GPU",
@@ -141,6 +154,7 @@ PIPELINE_COMMANDS = (
     Command("summary", "write the split counts and statistics", _summary, True),
     Command("verify", "replay and verify every published board", _verify, True),
     Command("baselines", "compute the exact random-policy baselines", _baselines, True),
+    Command("results", "play and write the baseline and worked-example entries of results/", _results, True),
     Command("card", "write the dataset card, its pages and pictures, and the pins", _card, True),
     Command("reproduce", "regenerate (or --check) every published file, step by step", _reproduce, True),
     Command("benchmark", "time the pipeline, loading and runtime; --write keeps the figures in BENCHMARKS.md",
@@ -149,7 +163,7 @@ PIPELINE_COMMANDS = (
 COMMANDS = USER_COMMANDS + PIPELINE_COMMANDS
 BY_NAME = {command.name: command for command in COMMANDS}
 # reproduce's steps, in dependency order: each reads what the earlier ones wrote.
-STEPS = ("pools", "selection", "summary", "verify", "baselines", "example", "card")
+STEPS = ("pools", "selection", "summary", "verify", "baselines", "example", "results", "card")
 # The steps that write published data files (pools, selection) check them against the
 # pinned release before writing, and the card pins them: these take a new release.
 RELEASE_STEPS = ("pools", "selection", "card")

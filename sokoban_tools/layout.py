@@ -47,6 +47,8 @@ CONFIGURATIONS = {
     "fairness": {"train": TRAIN_DATA, "validation": VALIDATION_DATA},
     "source_pool_1000": {"train": TRAIN_DATA, "validation": SOURCE_POOL_DATA},
 }
+# The rows of ``fairness`` with their game images, as Parquet (split: file), for readers of data files only.
+IMAGE_TABLES = {"train": published("train-images.parquet"), "validation": published("evaluation-images.parquet")}
 
 # The files at the top of the clone, and the card's pictures.
 LOADING_SCRIPT = "sokoban_fairness.py"
@@ -61,11 +63,16 @@ REPLAY_IMAGE = f"{IMAGES_FOLDER}/replay.png"
 LENGTHS_IMAGE = f"{IMAGES_FOLDER}/solution-lengths.png"
 BASELINES_IMAGE = f"{IMAGES_FOLDER}/random-policy-success.png"
 LEARNING_CURVES_IMAGE = f"{IMAGES_FOLDER}/learning-curves.png"
+RESULTS_IMAGE = f"{IMAGES_FOLDER}/results.png"
 # The pages the card links for what a visitor reads after it, each written from a card template of the same name.
 DOCS_FOLDER = "docs"
-DOC_PAGES = tuple(f"{DOCS_FOLDER}/{page}.md" for page in ("loading", "runtime", "scoring", "evaluating", "vagen",
-                                                          "gymnasium", "gem", "statistics", "reproducing"))
+DOC_PAGES = tuple(f"{DOCS_FOLDER}/{page}.md" for page in ("loading", "runtime", "scoring", "results", "evaluating",
+                                                          "vagen", "gymnasium", "gem", "statistics", "reproducing"))
 # The worked example: its scripts, linked from the docs pages, and the logs it scores.
 EXAMPLE = "examples/play_validation_board.py"
 RUNTIME_EXAMPLE = "examples/verl_agent_runtime.py"
 EXAMPLE_EPISODES = ROOT / "examples" / "episodes"
+# The results table: one folder per entry; the pipeline writes its own baseline entries, submitters add others.
+RESULTS_FOLDER = "results"
+RESULTS_DIR = ROOT / RESULTS_FOLDER
+BASELINE_ENTRIES = ("optimal", "random-policy", "path-follower")

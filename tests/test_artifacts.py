@@ -67,28 +67,58 @@ def test_a_kill_between_renames_is_reported_by_check_and_by_the_next_write(data_
     assert (data_dir / SELECTION_FILE).read_bytes() == STALE  # a mixed set on disk
     assert JOURNAL in leftovers(data_dir)
 
-    # Every check and the next write refuse, with advice for this folder: reproduce
-    # rewrites only the clone's own, so here it is to remove the journal and run again.
-    left = [data_dir / name for name in leftovers(data_dir)]
-    for args in (["--check"], []):
-        refused = run_selector(data_dir, *args)
-        assert refused.returncode == 1, args
-        assert f"{data_dir / JOURNAL}: `python select_evaluation_256.py` was interrupted" in refused.stderr
-        assert "mixed set" in refused.stderr and "Traceback" not in refused.stderr
-        advice = refused.stderr.split("; remove ")[1]
-        assert advice.startswith(f"{data_dir / JOURNAL} ") and all(str(path) in advice for path in left)
-        assert f" and run `python select_evaluation_256.py` again on {data_dir} " in advice
+    # A check refuses (a reader never recovers), with advice for this folder: reproduce rewrites
+    # only the clone's own, so here it is the same command again, which recovers by itself.
+    refused = run_selector(data_dir, "--check")
+    assert refused.returncode == 1
+    assert f"{data_dir / JOURNAL}: `python select_evaluation_256.py` was interrupted" in refused.stderr
+    assert "mixed set" in refused.stderr and "Traceback" not in refused.stderr
+    assert f"run `python select_evaluation_256.py` again on {data_dir} (without --check): it rolls the " \
+           f"interrupted write forward" in refused.stderr
     assert (data_dir / SELECTION_FILE).read_bytes() == STALE
 
-    for leftover in left:  # as the advice says
-        leftover.unlink()
-    assert run_selector(data_dir).returncode == 0
+    again = run_selector(data_dir)  # the same command, holding the lock: it rolls the journal forward
+    assert again.returncode == 0, again.stderr
+    (notice,) = [line for line in again.stderr.splitlines() if line.startswith("recovered ")]
+    assert f"recovered {data_dir}: `python select_evaluation_256.py` was killed between its renames; rolled its " \
+           f"set forward (" in notice
     for name in OUTPUTS:
         assert (data_dir / name).read_bytes() == (DATA_DIR / name).read_bytes(), name
     assert leftovers(data_dir) == []
 
 
-def test_an_interrupt_between_renames_leaves_the_journal_and_no_temporary(tmp_path, monkeypatch, capsys):
+def test_a_kill_while_writing_temporaries_leaves_them_to_the_next_write_which_removes_them(data_dir):
+    program = textwrap.dedent(f"""
+        import os, runpy, signal, sys
+        import sokoban_tools.files as files
+        write_temp = files.write_temp
+        def dying_write_temp(path, data):
+            if str(path).endswith({SELECTION_FILE!r}):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return write_temp(path, data)
+        import sokoban_tools.pipeline.artifacts as artifacts
+        artifacts.write_temp = dying_write_temp
+        sys.argv = ["select_evaluation_256.py", "--data-dir", {str(data_dir)!r}]
+        runpy.run_path({str(REPO / "select_evaluation_256.py")!r}, run_name="__main__")
+    """)
+    killed = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, timeout=300)
+    assert killed.returncode == -9
+    dead = [name for name in leftovers(data_dir)]
+    assert dead and JOURNAL not in dead  # temporaries only: the old set is whole
+    again = run_selector(data_dir)
+    assert again.returncode == 0, again.stderr
+    (notice,) = [line for line in again.stderr.splitlines() if line.startswith("recovered ")]
+    assert all(name in notice for name in dead) and "left by a write killed before its renames" in notice
+    for name in OUTPUTS:
+        assert (data_dir / name).read_bytes() == (DATA_DIR / name).read_bytes(), name
+    assert leftovers(data_dir) == []
+
+
+def test_an_interrupt_between_renames_leaves_the_journal_and_its_temporaries_which_the_next_write_rolls_forward(
+        tmp_path, monkeypatch, capsys):
+    old = {tmp_path / "a.jsonl": b"old a\n", tmp_path / "b.json": b"old b\n"}
+    for path, data in old.items():
+        path.write_bytes(data)
     files = {tmp_path / "a.jsonl": b"new a\n", tmp_path / "b.json": b"new b\n"}
     rename = os.replace
 
@@ -101,10 +131,18 @@ def test_an_interrupt_between_renames_leaves_the_journal_and_no_temporary(tmp_pa
     with pytest.raises(KeyboardInterrupt):
         publish(files, check=False, command="make ab")
     monkeypatch.undo()
-    assert leftovers(tmp_path) == [JOURNAL]
+    assert [name for name in leftovers(tmp_path) if name != JOURNAL] == [name for name in leftovers(tmp_path)
+                                                                          if name.startswith(".b.json.")]
+    assert (tmp_path / "b.json").read_bytes() == b"old b\n"  # a mixed set, which the journal records
     capsys.readouterr()
-    assert not publish(files, check=True, command="make ab")
+    assert not publish(files, check=True, command="make ab")  # a check never recovers
     assert "`make ab` was interrupted while replacing" in capsys.readouterr().err
+    artifacts.recover([tmp_path / "a.jsonl"])  # what a write of the folder does first: its set rolled forward
+    assert "rolled its set forward (1 of 2 files renamed" in capsys.readouterr().err
+    assert {path: path.read_bytes() for path in files} == files and leftovers(tmp_path) == []
+    (tmp_path / JOURNAL).write_text('{"command": "make ab", "files": []}')  # no temporaries: not rolled forward
+    assert not publish(files, check=False, command="make ab")
+    assert "remove " in capsys.readouterr().err and (tmp_path / JOURNAL).exists()
 
 
 def test_a_failure_while_writing_temporaries_leaves_the_old_set_and_nothing_else(tmp_path, monkeypatch):
@@ -125,12 +163,19 @@ def test_a_failure_while_writing_temporaries_leaves_the_old_set_and_nothing_else
     assert leftovers(tmp_path) == []
 
 
-def test_leftover_temporaries_alone_are_reported_too(tmp_path, capsys):
+def test_leftover_temporaries_are_reported_by_a_check_and_removed_by_the_write_they_belong_to(tmp_path, capsys):
     (tmp_path / ".a.jsonl.x1y2.tmp").write_bytes(b"half")
-    assert not publish({tmp_path / "a.jsonl": b"new\n"}, check=False, command="make a")
+    assert not publish({tmp_path / "a.jsonl": b"new\n"}, check=True, command="make a")
     err = capsys.readouterr().err
     assert ".a.jsonl.x1y2.tmp" in err and f"remove {tmp_path / '.a.jsonl.x1y2.tmp'} and run" in err
-    assert not (tmp_path / "a.jsonl").exists()
+    (tmp_path / ".other.json.x1y2.tmp").write_bytes(b"another command's")
+    assert not publish({tmp_path / "a.jsonl": b"new\n"}, check=False, command="make a")
+    err = capsys.readouterr().err  # its own removed, another file's reported, nothing written
+    assert f"recovered {tmp_path}: removed .a.jsonl.x1y2.tmp" in err and ".other.json.x1y2.tmp" in err
+    assert not (tmp_path / "a.jsonl").exists() and not (tmp_path / ".a.jsonl.x1y2.tmp").exists()
+    (tmp_path / ".other.json.x1y2.tmp").unlink()
+    assert publish({tmp_path / "a.jsonl": b"new\n"}, check=False, command="make a")
+    assert (tmp_path / "a.jsonl").read_bytes() == b"new\n"
 
 
 def test_in_the_clones_own_folders_the_advice_is_reproduce_which_clears_the_leftovers(tmp_path, monkeypatch):

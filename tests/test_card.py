@@ -20,7 +20,7 @@ from sokoban_tools.protocol import stratum_of
 from sokoban_tools.records.rows import DataError
 
 README = REPO / "README.md"
-CARD_LIMIT = 10 * 1024  # bytes: a card a Hub visitor reads in a minute; the rest is in docs/
+CARD_LIMIT = 10 * 1024  # bytes of the card's body: a card a Hub visitor reads in a minute; the rest is in docs/
 PAGES = [README, *(REPO / page for page in DOC_PAGES), REPO / "fairness" / "README.md"]
 
 
@@ -115,9 +115,60 @@ def test_card__states_the_length_spans_of_selection_and_pool(card_text):
             f"while the source pool spans {min(pool)}–{max(pool)}") in card_text
 
 
-def test_card__is_at_most_ten_kilobytes_and_links_every_docs_page(card_text):
-    assert len(card_text.encode("utf-8")) <= CARD_LIMIT
+def card_section(card_text: str, heading: str) -> str:
+    """The text of the card's ``## heading`` section, up to the next one."""
+    start = card_text.index(f"\n## {heading}\n")
+    end = card_text.find("\n## ", start + 1)
+    return card_text[start:end if end > 0 else None]
+
+
+def test_card__body_is_at_most_ten_kilobytes_and_links_every_docs_page(card_text):
+    # the body: what follows the YAML front matter, which the Hub reads as metadata, not as text
+    assert card_text.startswith("---\n")
+    body = card_text.split("\n---\n", 1)[1]
+    assert len(body.encode("utf-8")) <= CARD_LIMIT
     assert all(f"]({page})" in card_text for page in DOC_PAGES)
+
+
+def test_card__shows_one_row_of_the_validation_file_as_a_data_instance(card_text):
+    first = (DATA_DIR / "evaluation.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    blocks = re.findall(r"```json\n(.*?)\n```", card_text, re.S)
+    assert blocks == [first]
+    assert set(json.loads(first)) == {name for name, _ in card.ROW_FEATURES}
+    assert all(f"`{name}`" in card_section(card_text, "Schema, actions and a row") for name, _ in card.ROW_FEATURES)
+
+
+def test_card__limitations_quote_the_intervals_the_code_computes(card_text):
+    from sokoban_tools.evaluation.stats import wilson_interval
+
+    limitations = card_section(card_text, "Limitations")
+    low, high = wilson_interval(128, 256)
+    smallest = Counter(stratum_of(n) for n in lengths("evaluation.jsonl"))["9-14"]
+    assert f"95% Wilson interval of ±{(high - low) / 2 * 100:.1f} points" in limitations
+    assert f"0 of the {smallest} boards of the 9–14 actions stratum still allows " \
+           f"{wilson_interval(0, smallest)[1]:.1%}" in limitations
+    lengths_shown = lengths("evaluation.jsonl")
+    assert f"validation solutions of {min(lengths_shown)}–{max(lengths_shown)} actions" in limitations
+
+
+@pytest.mark.parametrize("term", ["GRPO", "CPAD", "Stratum", "strata", "Shortest solution length", "Update",
+                                  "pass", "Floor", "XSB", "LURD", "Board", "task"])
+def test_card__defines_every_term_it_uses(card_text, term):
+    terms = card_section(card_text, "Terms")
+    assert f"**{term}**" in terms
+    elsewhere = card_text.replace(terms, "") + "".join(page.read_text(encoding="utf-8") for page in PAGES[1:])
+    assert re.search(rf"\b{term.lower()}\b", elsewhere.lower()), f"{term} is defined but used nowhere"
+
+
+def test_card__the_notice_for_earlier_users_is_in_the_changelog_and_still_says_what_the_spec_says(card_text):
+    changelog = card_section(card_text, "Changelog")
+    digest = hashlib.sha256((DATA_DIR / "evaluation.jsonl").read_bytes()).hexdigest()
+    for words in ("`fairness/evaluation.jsonl` now contains 256 rows", f"must expect 256 and SHA-256 `{digest}`",
+                  "An older loader expecting 1,000 rows, or an old cached evaluation file, will fail checksum "
+                  "validation", "Update the code and download the current evaluation file into the directory used "
+                  "by the experiment", "The training pool is unchanged"):
+        assert words in changelog, words
+    assert card_text.count("older loader expecting") == 1
 
 
 def test_card_and_docs__pictures_and_links_lead_to_files_that_exist():

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from sokoban_tools.records.episodes import EPISODE_KEYS, EpisodeRecord, episode_writer, read_episodes
+from sokoban_tools.records.episodes import (EPISODE_KEYS, EpisodeRecord, EpisodeTally, actions_of, episode_writer,
+                                            moves_of, read_episodes)
 from sokoban_tools.records.rows import DataError
 
 DIGEST = "ab" * 32
@@ -16,7 +17,7 @@ DIGEST = "ab" * 32
 
 def record(**changes) -> EpisodeRecord:
     fields = dict(method="GRPO", run="seed-1", phase="validation", update=5, task_id="eval-0001",
-                  won=True, actions=7, episode_return=10.3, evaluation_sha256=DIGEST)
+                  won=True, actions=7, episode_return=10.3, evaluation_sha256=DIGEST, moves="UR0RDDLU")
     fields.update(changes)
     return EpisodeRecord(**fields)
 
@@ -24,7 +25,7 @@ def record(**changes) -> EpisodeRecord:
 def test_appended_rows_read_back_equal_and_in_order(tmp_path):
     log = tmp_path / "episodes.jsonl"
     first = [record(task_id="eval-0001"), record(task_id="eval-0002", won=False, episode_return=-1.5)]
-    second = [record(phase="training", update=6, task_id="train-00007", evaluation_sha256=None)]
+    second = [record(phase="training", update=6, task_id="train-00007", evaluation_sha256=None, actions=1, moves="L")]
     with episode_writer(log) as writer:
         assert writer.append(first) == 2
         assert writer.append(second) == 1
@@ -41,6 +42,36 @@ def test_a_record_with_a_bad_field_cannot_be_made():
         record(evaluation_sha256=None)
     with pytest.raises(ValueError, match="training row must be null"):
         record(phase="training")
+    with pytest.raises(ValueError, match="moves must be a string of the letters 0UDLR"):
+        record(moves="UR0RDDLX")
+    with pytest.raises(ValueError, match="hold 6 actions 1-4 but actions is 7"):
+        record(moves="UR0RDDL")
+
+
+def test_moves_are_the_actions_in_order_one_letter_each_and_round_trip():
+    assert moves_of([1, 4, 4, 2, 0, 3]) == "URRD0L"
+    assert actions_of("URRD0L") == [1, 4, 4, 2, 0, 3]
+    assert record().played_actions == [1, 4, 0, 4, 2, 2, 3, 1]
+
+
+def test_a_row_of_an_older_log_without_moves_is_read_as_unverified_and_written_back_unchanged(tmp_path):
+    log = tmp_path / "old.jsonl"
+    line = record().to_line().replace(',"moves":"UR0RDDLU"', "")
+    log.write_text(line + "\n")
+    [old] = read_episodes(log)
+    assert old.moves is None and not old.verifiable and old.to_line() == line
+    with pytest.raises(ValueError, match="holds no moves"):
+        old.played_actions
+
+
+def test_the_tally_ends_at_the_first_done_and_counts_action_0_in_the_moves_and_return_only():
+    tally = EpisodeTally()
+    for action, reward, done, won in ((1, -0.1, False, False), (0, -0.1, False, False), (4, 10.9, True, True),
+                                      (2, -0.1, False, False)):
+        tally.add(action, reward, done, won)
+    made = tally.record("m", "r", "validation", 0, "eval-0001", DIGEST)
+    assert (made.moves, made.actions, made.won) == ("U0R", 2, True)
+    assert made.episode_return == pytest.approx(10.7)
 
 
 @pytest.mark.parametrize("damage, message", [

@@ -33,6 +33,7 @@ from sokoban_tools.integrations.served.evaluate import main as evaluate_main
 from sokoban_tools.integrations.served.prompt import UPSTREAM_COMMIT, VISUAL_PROMPT
 from sokoban_tools.integrations.served.turn import request_seed
 from sokoban_tools.integrations.served.demo_model import LoopbackServer, Script
+from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import manifest_path, read_manifest
 from sokoban_tools.records.rows import DataError
@@ -136,6 +137,7 @@ def test_random_model_succeeds_within_its_exact_baselines_interval(tmp_path, cap
     wins = sum(won for won, _, _ in found.values())
     assert len(found) == 256 and low <= wins <= high, (wins, low, high)
     assert all(actions == 15 for won, actions, _ in found.values() if not won)  # every answer is a move
+    assert verify_log(log).verified == 256  # every record's moves replay to its outcome, actions and return
 
 
 @pytest.mark.slow
@@ -255,6 +257,8 @@ def test_malformed_answers_are_lost_episodes_and_a_subset_is_labelled_not_the_pr
         code, out, err = evaluate(capsys, server.base_url, log, "--boards", "6")
     assert code == 0, err
     assert outcomes(log) == {row.task_id: (False, 0, pytest.approx(-1.5)) for row in ROWS[:6]}
+    assert {r.moves for r in read_episodes(log)} == {"0" * 15}  # an unparseable answer is move 0
+    assert verify_log(log).verified == 6
     assert server.requests == 6 * 15
     assert "not the protocol" in out and "NOT the protocol" in read_manifest(manifest_path(log))["notes"]["boards"]
     with pytest.raises(DataError, match="misses 250 of the 256"):

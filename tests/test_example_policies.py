@@ -4,6 +4,7 @@ schema, scored and compared by the commands."""
 import pytest
 
 from sokoban_tools.evaluation import compare, score
+from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.pipeline import example_policies
 from sokoban_tools.protocol import BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from sokoban_tools.records.episodes import read_episodes
@@ -31,6 +32,8 @@ def test_example__every_logged_episode_is_consistent_with_the_environment_rules(
             assert record.won or record.actions == DEFAULT_MAX_STEPS
             expected = record.actions * STEP_PENALTY + record.won * (BOX_ON_TARGET_REWARD + WIN_REWARD)
             assert record.episode_return == pytest.approx(expected)
+        assert verify_log(logs / f"{method}.jsonl").as_dict() == {"verified": 512, "unverified": 0,
+                                                                   "returns_unchecked": []}
 
 
 def test_example__the_path_follower_improves_on_random_only_once_it_follows(logs):

@@ -316,7 +316,7 @@ def test_reproduce_new_release_reruns_the_steps_after_the_pin_in_a_new_process(m
                         lambda argv, cwd: children.append(argv[3:]) or SimpleNamespace(returncode=0))
     assert command_line.reproduce_command(["--new-release"]) == 0
     assert calls == list(command_line.STEPS)
-    assert children == [["example"], ["card"]]  # the manifests and the card with the new release
+    assert children == [["example"], ["results"], ["card"]]  # the manifests and the card with the new release
 
 
 _UNCACHED = '''

@@ -22,6 +22,7 @@ from conftest import DATA_DIR, REPO
 from pixel_player import plan
 from unavailable import unavailable
 
+from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import manifest_path, read_manifest
 from sokoban_tools.records.tasks import load_training, load_validation
@@ -124,6 +125,7 @@ def test_the_shortest_path_policy_wins_all_256_through_make_and_the_log_scores(g
                and r.actions == row.shortest_solution_length for r, row in zip(records, rows))
     (group,) = score([log])["groups"]
     assert (group["wins"], group["boards"]) == (256, 256)
+    assert verify_log(log).verified == 256  # every record's moves replay to its outcome, actions and return
     manifest = read_manifest(manifest_path(log))
     assert manifest["settings"]["action_horizon"] == 15 and manifest["settings"]["reward.solved"] == 10.0
     assert manifest["settings"]["initial_weights.model"] == "scripted"
@@ -190,6 +192,7 @@ def test_training_records_and_bad_input(gymnasium, tmp_path):
     assert len(records) == 9 and all(r.phase == "training" and r.evaluation_sha256 is None for r in records)
     assert [r.update for r in records] == [0] * 4 + [1] * 4 + [2]  # the sampler's draw of 4 boards
     assert read_manifest(manifest_path(log))["data_sha256"]["fairness/train.jsonl"] is not None
+    assert verify_log(log).verified == 9  # training records replay on their training boards
     env.reset(seed=1)
     with pytest.raises(ValueError, match="action must be one of"):
         env.unwrapped.step(5)

@@ -298,6 +298,7 @@ SHOW_SPLITS = ("\nprint({split: part.num_rows for split, part in ds.items()}, "
     ('load_dataset(f"{path}/sokoban_fairness.py"', "3.6", "(96, 96)"),
     ("base_path=path,", "current", "(96, 96)"),
     ('base_path="hf://datasets/', "current", "None"),
+    ('load_dataset("parquet"', "current", "(96, 96)"),
 ])
 def test_the_cards_download_snippets_run_as_written_from_any_folder(hub, python36, tmp_path, marker, python, shown):
     elsewhere = tmp_path / "some" / "other" / "folder"

@@ -36,7 +36,7 @@ def clone(tmp_path):
     """A copy of what the card command reads and writes, with one board fewer in
     train.jsonl: what a changed generator would leave before the card step."""
     root = tmp_path / "clone"
-    for name in ("sokoban_tools", "fairness", "examples", "images", "docs"):
+    for name in ("sokoban_tools", "fairness", "examples", "images", "docs", "results"):
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "sokoban_fairness.py", "sokoban_pins.py", "sokoban_published.py", "sokoban_render.py",
                  "README.md", "BENCHMARKS.md"):
@@ -185,7 +185,7 @@ def test_pinned_release__refuses_an_entry_of_the_wrong_type(tmp_path, entry, pro
 def intact(tmp_path):
     """A copy of what the card reads, unchanged."""
     root = tmp_path / "intact"
-    for name in ("fairness", "examples"):
+    for name in ("fairness", "examples", "results"):
         shutil.copytree(REPO / name, root / name)
     for name in ("pyproject.toml", "sokoban_fairness.py", "sokoban_pins.py", "BENCHMARKS.md"):
         shutil.copyfile(REPO / name, root / name)

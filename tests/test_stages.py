@@ -26,7 +26,8 @@ BESIDE_THE_SCRIPT = {"sokoban_render", "sokoban_pins", "sokoban_published"}  # s
 SHARED = {"sokoban_tools", "sokoban_tools.checks", "sokoban_tools.layout", "sokoban_tools.files", "sokoban_tools.paths",
           "sokoban_tools.protocol", *BESIDE_THE_SCRIPT}
 PIPELINE_SHARED = {"sokoban_tools.pipeline", "sokoban_tools.pipeline.artifacts", "sokoban_tools.pipeline.release"}
-EXAMPLES = {"sokoban_tools.pipeline.baselines", "sokoban_tools.pipeline.example_policies"}
+EXAMPLES = {"sokoban_tools.pipeline.baselines", "sokoban_tools.pipeline.example_policies",
+            "sokoban_tools.pipeline.results_entries"}
 SELECTOR = "select_evaluation_256"
 OURS = ("sokoban_tools", SELECTOR, *BESIDE_THE_SCRIPT)
 

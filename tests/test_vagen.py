@@ -30,6 +30,7 @@ from conftest import REPO
 from pixel_player import board_from_image, plan
 from unavailable import unavailable
 
+from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import ManifestError, manifest_from_verl_config, manifest_path, read_manifest
 from sokoban_tools.records.tasks import load_training, load_validation
@@ -134,6 +135,8 @@ def test_vagens_evaluator_plays_every_board_once_the_shortest_path_player_wins_a
         length = len(shortest_solution(row.board))
         assert length <= TURNS * PER_TURN and record.actions == length
         assert record.episode_return == pytest.approx(0.1 * math.ceil(length / PER_TURN) + 1.0)
+    replayed = verify_log(log)  # outcome and actions; VAGEN's rewards are not the runtime's, so no return
+    assert (replayed.verified, replayed.returns_unchecked) == (256, (str(log),))
     report = score([log])
     (group,) = report["groups"]
     assert (group["wins"], group["boards"], group["success"]) == (256, 256, 1.0)

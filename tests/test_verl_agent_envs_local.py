@@ -18,6 +18,7 @@ import pytest
 from conftest import REPO
 from sokoban_published import PUBLISHED_FILES
 from sokoban_tools.rules.board import from_lurd
+from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.runtime.sampler import TrainingSampler
 from sokoban_tools.records.tasks import load_validation, load_training
@@ -185,6 +186,7 @@ def test_validation__stored_solutions_win_every_board_and_the_records_say_so(eva
     assert all(r.episode_return == pytest.approx(-0.1 * r.actions + 11) for r in records)
     assert sorted(read_episodes(log), key=lambda r: r.task_id) == sorted(records, key=lambda r: r.task_id)
     assert {(r.method, r.run, r.update) for r in records} == {("oracle", "r1", 5)}
+    assert verify_log(log).verified == 256
     assert {r.evaluation_sha256 for r in records} == {PUBLISHED_FILES["fairness/evaluation.jsonl"]["sha256"]}
 
 
@@ -199,11 +201,11 @@ def test_episodes__end_at_the_first_done_ignore_later_steps_and_count_action_0_i
     _, _, dones, _ = envs.step([1, 0])
     assert dones == [False, False]  # worker 0 is at step 16: done went back to false
     [finished] = envs.take_episodes()
-    assert (finished.actions, finished.won) == (15, False)
+    assert (finished.actions, finished.won, finished.moves) == (15, False, "U" * 15)
     assert finished.episode_return == pytest.approx(-1.5)
     envs.reset()
     [unfinished] = envs.take_episodes()
-    assert (unfinished.actions, unfinished.won, unfinished.phase) == (0, False, "training")
+    assert (unfinished.actions, unfinished.won, unfinished.phase, unfinished.moves) == (0, False, "training", "0" * 16)
     assert unfinished.episode_return == pytest.approx(-1.6)
     assert envs.take_episodes() == []
 

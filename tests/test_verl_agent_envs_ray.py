@@ -198,7 +198,8 @@ def test_ray__a_worker_keeps_only_the_board(ray, training, rows):
     for env, task_id in zip(envs, training.task_ids):
         row = by_id[task_id]
         state = vars(env)
-        assert set(state) == {"mode", "max_steps", "_board", "_steps"}
+        assert set(state) == {"mode", "max_steps", "_board", "_steps", "tally"}
+        assert state["tally"].played == []  # the episode's own moves, nothing of the stored row
         assert type(state["_board"]) is Board and state["_board"] == row.board
         assert [f for f in vars(state["_board"])] == ["room_fixed", "player", "box"]
         flat = pickle.dumps(state)

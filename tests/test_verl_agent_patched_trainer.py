@@ -29,6 +29,7 @@ from conftest import REPO
 from hub_mirror import hub_env, serve_dataset_repo
 from sokoban_tools.records.manifest import manifest_path, read_manifest
 from sokoban_tools.records.boards import RELEASE_REVISION
+from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.tasks import load_training, load_validation
 from unavailable import unavailable
@@ -96,6 +97,7 @@ def check_passes(report: dict, sizes: dict, scorer: list[str], env: dict | None 
             assert [round(records[t].episode_return, 4) for t in EVALUATION] == [round(x, 4) for x in played["returns"]]
             assert {(r.method, r.run) for r in records.values()} == {(entry["method"], entry["run"])}
         assert len([r for r in log if r.phase == "validation"]) == len(entry["passes"]) * 256
+        assert verify_log(entry["log"]).verified == len(log)  # every record's moves replay to what it says
         scored = subprocess.run([*scorer, entry["log"], "--json"], capture_output=True, text=True, env=env,
                                 cwd=Path(entry["log"]).parent, timeout=300)
         assert scored.returncode == 0, scored.stderr

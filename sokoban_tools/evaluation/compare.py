@@ -4,7 +4,10 @@
                                     [--method-a NAME --method-b NAME] [--plot FILE] [--json]
                                     [--allow-difference KEY ...] [--updates U ...] [--no-manifest]
 
-First the settings: every log has its run manifest beside it
+Every episode of both methods is replayed from its recorded moves on its board first,
+and the logs are refused, naming the record and the board, where a replay contradicts a
+record (:mod:`sokoban_tools.evaluation.replay`); records without moves are reported as
+unverified. Then the settings: every log has its run manifest beside it
 (:mod:`sokoban_tools.records.manifest`), and every controlled setting that
 differs between the runs of A and B is listed and refused unless named with
 ``--allow-difference KEY``, which the report prints as a caveat (the method
@@ -49,6 +52,7 @@ from .charts import PlotUnavailable, chart_format, interval_chart, line_chart, r
 from ..records.manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
 from .baselines import reference_lines
 from .inputs import not_a_log
+from .replay import Verification, verify_rows
 from .score import table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
@@ -194,6 +198,9 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
     if manifests:
         check_rows_against_manifests(logs_a.rows, a[0].method, a_paths)
         check_rows_against_manifests(logs_b.rows, b[0].method, b_paths)
+    verification = {side: verify_rows([row for row in logs.rows if row.record.method == groups[0].method],
+                                      boards.by_id).as_dict()
+                    for side, logs, groups in (("a", logs_a, a), ("b", logs_b, b))}
     shared = shared_updates({g.update for g in a}, {g.update for g in b}, updates)
     bootstrap = Bootstrap(resamples, seed)
     sides = {"a": (a, a_paths), "b": (b, b_paths)}
@@ -201,6 +208,7 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
         **{side: {"method": groups[0].method, "logs": [str(p) for p in paths],
                   "runs": sorted({g.run for g in groups})} for side, (groups, paths) in sides.items()},
         "settings": settings,
+        "verification": verification,
         "evaluation_sha256": boards.sha256,
         "training_rows_ignored": logs_a.training_rows + logs_b.training_rows,
         "methods": {
@@ -329,7 +337,8 @@ def render(report: dict) -> str:
              "Per stratum of shortest solution length: the same paired comparison on the stratum's boards "
              f"alone (random floor: {floor_names}, exact; an optimal policy solves 100%).", "",
              table(strata_rows), "", *legend(report)]
-    return "\n".join([settings_lines(report["settings"]), "", *lines, *cost_lines(report)])
+    replayed = [f"{side.upper()}: {Verification.of(report['verification'][side]).describe()}" for side in ("a", "b")]
+    return "\n".join([settings_lines(report["settings"]), *replayed, "", *lines, *cost_lines(report)])
 
 
 def settings_lines(settings: dict) -> str:

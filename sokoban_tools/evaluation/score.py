@@ -2,6 +2,7 @@
 
     python -m sokoban_tools score LOG [LOG ...]          # a table per (method, run, update)
     python -m sokoban_tools score LOG [LOG ...] --json   # the same as JSON
+    python -m sokoban_tools score LOG [LOG ...] --verify # and replay every episode from its moves
 
 Each (method, run, update) group must be one complete pass over the published
 256 validation boards (see :mod:`sokoban_tools.evaluation.scoring` for what is refused),
@@ -14,7 +15,10 @@ and ceiling, an optimal policy (:mod:`sokoban_tools.evaluation.baselines`). The
 passes are checked against the schedule of the run manifest beside each log, and a
 resumed or restarted run is reported as such (:mod:`sokoban_tools.evaluation.schedule`).
 The boards are read from where the manifest says the run read them, unless
-``--evaluation`` names a file.
+``--evaluation`` names a file. ``--verify`` replays every validation episode from its
+recorded moves on its board and refuses the logs, naming the record and the board, where
+a replay contradicts a record (:mod:`sokoban_tools.evaluation.replay`); records of an older
+writer without moves are counted as unverified.
 """
 
 from __future__ import annotations
@@ -32,20 +36,23 @@ from ..records.rows import DataError
 from ..records.boards import BoardsNotFound
 from .baselines import reference_lines
 from .inputs import check_manifest_methods
+from .replay import Verification, verify_rows
 from .schedule import check_schedule, describe
 from .scoring import BoardSet, check_board_set, passes, read_logs, score_group
 
 INTERVAL = "Wilson score 95% interval"
 
 
-def score(paths: list[Path], validation: Path | None = None) -> dict:
-    """Every pass in the logs at ``paths``, scored against ``evaluation``."""
+def score(paths: list[Path], validation: Path | None = None, verify: bool = False) -> dict:
+    """Every pass in the logs at ``paths``, scored against ``evaluation``; with ``verify``,
+    every episode replayed first."""
     logs = read_logs(paths)
     check_manifest_methods(logs.rows)
     boards = BoardSet.load(validation, paths)
     check_board_set(logs.rows, boards)
     complete, in_progress = passes(logs.rows, boards, logs.runs)
     groups = [score_group(group, boards) for group in complete]
+    verification = verify_rows(logs.rows, boards.by_id).as_dict() if verify else None
     return {
         "logs": [str(path) for path in paths],
         "evaluation_sha256": boards.sha256,
@@ -57,6 +64,7 @@ def score(paths: list[Path], validation: Path | None = None) -> dict:
                          "boards": p.boards, "writer": p.holder} for p in in_progress],
         "baselines": reference_lines(list(boards.rows)),
         "schedule": [entry for path in paths for entry in check_schedule(path, logs.runs[path])],
+        "verification": verification,
     }
 
 
@@ -120,6 +128,8 @@ def render(report: dict) -> str:
         lines += ["", "Passes in progress (incomplete, each its run's last; the complete passes above are scored):", ""]
         lines += [in_progress_line(entry) for entry in report["in_progress"]]
     lines += ["", "Schedule and history:", ""] + [describe(entry) for entry in report["schedule"]]
+    if report["verification"] is not None:
+        lines += ["", Verification.of(report["verification"]).describe()]
     return "\n".join(lines)
 
 
@@ -127,13 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sokoban_tools score", description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="episode logs (JSONL)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--verify", action="store_true",
+                        help="replay every validation episode from its recorded moves and refuse a record it "
+                             "contradicts")
     parser.add_argument("--evaluation", type=Path, default=None,
                         help="a local copy of fairness/evaluation.jsonl (default: where the run manifest beside "
                              "the first log says the run read its boards, else the clone's, else the pinned "
                              "release's from the Hub)")
     args = parser.parse_args(argv)
     try:
-        report = score(args.logs, args.evaluation)
+        report = score(args.logs, args.evaluation, args.verify)
     except (DataError, ChecksumError, PathError, BoardsNotFound) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -23,6 +23,7 @@ from sokoban_published import PUBLISHED_FILES
 from ..layout import ROOT, VALIDATION_DATA
 from ..protocol import STRATA, stratum_of
 from ..records.rows import BoardRow, DataError
+from ..rules.board import Board
 from ..records.episodes import EpisodeRecord, log_holder
 from ..records.boards import board_file, board_file_from
 from ..records.manifest import BOARDS, manifest_path, read_manifest
@@ -46,6 +47,11 @@ class BoardSet:
     lengths: np.ndarray
     strata: np.ndarray
     rows: tuple[BoardRow, ...] = ()
+
+    @property
+    def by_id(self) -> dict[str, Board]:
+        """Each validation board by its task ID, as a replay plays it."""
+        return {row.task_id: row.board for row in self.rows}
 
     @classmethod
     def load(cls, path: Path | str | None = None, logs: list[Path] = ()) -> "BoardSet":

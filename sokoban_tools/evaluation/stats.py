@@ -5,11 +5,14 @@ board (paired), which is far more sensitive than comparing two means. The
 intervals and tests here are standard ones, chosen so that small counts and
 rates near 0 or 1 stay honest:
 
-- one success rate: Wilson's score interval;
+- one success rate: Wilson's score interval, or the exact (Clopper-Pearson)
+  interval where a guaranteed coverage is wanted (the results table);
 - two methods, one run each: the paired 2x2 table, Newcombe's interval for a
   paired difference (his method 10, from the two Wilson intervals and the
   table's correlation), and the exact two-sided McNemar test, a binomial test
   on the discordant boards, in integers;
+- several comparisons at once (every results entry against the best): Holm's
+  step-down correction of their p-values;
 - several runs per method: a seeded bootstrap that resamples the runs of each
   method and, within each stratum, the boards (as in rliable's stratified
   bootstrap), giving percentile intervals for each success rate, their
@@ -37,6 +40,48 @@ def wilson_interval(wins: int, trials: int) -> tuple[float, float]:
     centre = (rate + Z * Z / (2 * trials)) / denominator
     half = Z * math.sqrt(rate * (1 - rate) / trials + Z * Z / (4 * trials * trials)) / denominator
     return (0.0 if wins == 0 else centre - half), (1.0 if wins == trials else centre + half)
+
+
+def exact_interval(wins: int, trials: int) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) 95% interval for ``wins`` in ``trials``: the success rates
+    whose binomial tail beyond ``wins`` is at least 2.5% on each side (found by bisection)."""
+    if trials <= 0 or not 0 <= wins <= trials:
+        raise ValueError(f"need 0 <= wins <= trials and trials > 0, got {wins} of {trials}")
+    tail = (1 - CONFIDENCE) / 2
+    low = 0.0 if wins == 0 else _bisect(lambda p: _at_least(wins, trials, p) < tail)
+    high = 1.0 if wins == trials else _bisect(lambda p: _at_least(wins + 1, trials, p) < 1 - tail)
+    return low, high
+
+
+def _at_least(wins: int, trials: int, rate: float) -> float:
+    """P(X >= wins) for X ~ Binomial(trials, rate), 0 < rate < 1, summed in logs."""
+    log_p, log_q = math.log(rate), math.log1p(-rate)
+    log_total = math.lgamma(trials + 1)
+    return min(1.0, sum(math.exp(log_total - math.lgamma(k + 1) - math.lgamma(trials - k + 1) + k * log_p
+                                 + (trials - k) * log_q) for k in range(wins, trials + 1)))
+
+
+def _bisect(below) -> float:
+    """The rate in (0, 1) where the increasing condition ``below(rate)`` turns false."""
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        if below(middle):
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def holm_adjusted(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: the family-wise error stays
+    at most alpha when each adjusted value is compared with alpha."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * len(p_values), 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,19 @@ sees the old set or the new one, or, with ``check``, compares them with what
 is on disk and names the first differing line of each file that differs.
 
 A set is written in three steps: every file to a temporary ``.NAME.*.tmp``
-beside it; a journal (:data:`JOURNAL`) naming the set into each directory
-it touches; then the renames, after which the journals go. A run killed
-before the renames leaves only temporaries, one killed between them a
-journal: either way every later ``--check`` and write (:func:`ready`)
-reports an interrupted write and says what to run: in the clone's folders
-:data:`REPRODUCE`, which clears the leftovers (:func:`clear_interrupted_writes`)
-and rewrites every file; in a ``--data-dir`` elsewhere, which reproduce never
-writes, the interrupted command again once its leftovers are removed.
+beside it; a journal (:data:`JOURNAL`) naming the set and its temporaries into
+each directory it touches; then the renames, after which the journals go. A run
+killed before the renames leaves only temporaries, one killed between them a
+journal. The next write holds the folders' lock, so it knows such leftovers are a
+dead writer's and recovers as a database does at start (:func:`recover`): a
+journal is rolled forward (the renames it names are finished from its written
+temporaries), temporaries without one (the old set is whole) are removed, and it
+says so in one line. A ``--check``, and every reader, still refuses a folder
+holding a journal, saying what to run: in the clone's folders :data:`REPRODUCE`,
+which clears the leftovers (:func:`clear_interrupted_writes`) and rewrites every
+file; in a ``--data-dir`` elsewhere, which reproduce never writes, the interrupted
+command again (a journal that cannot be rolled forward, unreadable or naming
+another folder's set, once its leftovers are removed).
 Commands also call :func:`ready` before any work, so an unwritable output
 is reported in one line before minutes of generating, not as a traceback after.
 
@@ -44,6 +49,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterator
+from glob import escape as glob_escape
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,7 +58,7 @@ from sokoban_published import PUBLISH_JOURNAL
 
 from ..files import json_document, sha256_bytes, sync_directory, write_atomic, write_temp  # noqa: F401 (json_document: for the pipeline's reports)
 from ..paths import unwritable
-from ..layout import DATA_FOLDER, DOCS_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, ROOT
+from ..layout import BASELINE_ENTRIES, DATA_FOLDER, DOCS_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, RESULTS_DIR, ROOT
 from .release import FLAG, ReleaseError, check_rewrite
 
 if TYPE_CHECKING:
@@ -64,7 +70,8 @@ TEMP_PATTERN = ".*.tmp"  # what write_atomic's temporaries look like; ignored by
 REPRODUCE = "python -m sokoban_tools reproduce"
 # The clone's folders `reproduce` writes (and clears of interrupted writes' leftovers).
 REPRODUCED_DIRECTORIES = tuple(path.resolve() for path in (ROOT, ROOT / DATA_FOLDER, ROOT / IMAGES_FOLDER,
-                                                            ROOT / DOCS_FOLDER, EXAMPLE_EPISODES))
+                                                            ROOT / DOCS_FOLDER, EXAMPLE_EPISODES,
+                                                            *(RESULTS_DIR / name for name in BASELINE_ENTRIES)))
 
 
 def write_set(files: dict[Path, bytes], command: str) -> None:
@@ -76,7 +83,8 @@ def write_set(files: dict[Path, bytes], command: str) -> None:
     try:
         for path, data in files.items():
             temps[path] = write_temp(path, data)
-        journal = json_document({"command": command, "files": [str(path) for path in files]})
+        journal = json_document({"command": command, "files": [str(path) for path in files],
+                                 "temporaries": {str(path): str(tmp) for path, tmp in temps.items()}})
         for directory in directories:
             write_atomic(directory / JOURNAL, journal)  # durable before any rename (write_atomic syncs)
         for path, tmp in temps.items():
@@ -86,23 +94,85 @@ def write_set(files: dict[Path, bytes], command: str) -> None:
             sync_directory(directory)
             (directory / JOURNAL).unlink()
     except BaseException:
-        for tmp in list(temps.values())[renamed:]:
-            os.unlink(tmp)
         if renamed == 0:  # the old set is untouched: nothing to warn about later
+            for tmp in temps.values():
+                os.unlink(tmp)
             for directory in directories:
                 (directory / JOURNAL).unlink(missing_ok=True)
+        # else the journal and the temporaries left stay together: the next write rolls them forward
         raise
 
 
-def _repair(directory: Path, leftovers: list[Path], command: str | None) -> str:
+def _repair(directory: Path, leftovers: list[Path], command: str | None, recoverable: bool = False) -> str:
     """What to run after an interrupted write in ``directory``: ``reproduce`` for the
     clone's own folders, which it regenerates; elsewhere (``--data-dir``), which
-    reproduce never touches, removing the leftovers and running the command again."""
+    reproduce never touches, the command again, which finishes a ``recoverable`` write
+    itself (:func:`recover`), else once the leftovers are removed."""
     if directory.resolve() in REPRODUCED_DIRECTORIES:
         return f"run `{REPRODUCE}` to regenerate every file"
+    if recoverable:
+        return (f"run `{command}` again on {directory} (without --check): it rolls the interrupted write forward "
+                f"before it writes")
     again = f"`{command}` again on {directory}" if command else f"the command that writes {directory} again"
     return (f"remove {' '.join(str(path) for path in leftovers)} and run {again} "
             f"(`{REPRODUCE}` writes only the clone's files)")
+
+
+def _own_temporary(path: Path, target: Path) -> bool:
+    """Whether ``path`` is a temporary :func:`~sokoban_tools.files.write_temp` makes for ``target``."""
+    name = path.name
+    return (path.parent == target.parent and name.startswith(f".{target.name}.") and name.endswith(".tmp")
+            and name[len(target.name) + 2:-4].replace("_", "").isalnum())
+
+
+def _roll_forward(journal: Path, held: set[Path]) -> str | None:
+    """Finish the renames ``journal`` names from their temporaries, and remove the set's
+    journals; what was done, or ``None`` when it cannot be rolled forward here (unreadable,
+    of an older format, a temporary not of its file, or a folder this run does not hold)."""
+    try:
+        entry = json.loads(journal.read_bytes())
+        command = entry["command"]
+        temporaries = {Path(target): Path(temp) for target, temp in entry["temporaries"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    folders = {target.parent.resolve() for target in temporaries}
+    if not temporaries or not folders <= held or not all(map(_own_temporary, temporaries.values(), temporaries)):
+        return None
+    renamed = [target for target, temp in temporaries.items() if temp.is_file() and not temp.is_symlink()]
+    for target in renamed:
+        os.replace(temporaries[target], target)
+    for folder in folders:
+        sync_directory(folder)
+        (folder / JOURNAL).unlink(missing_ok=True)
+    return (f"recovered {journal.parent}: `{command}` was killed between its renames; rolled its set forward "
+            f"({len(renamed)} of {len(temporaries)} files renamed from their written temporaries) and removed its "
+            f"journal")
+
+
+def recover(paths) -> None:
+    """Finish or clear what a dead writer left in the folders of ``paths``, which this run
+    is about to write holding their exclusive lock (:func:`locked`): a journal is rolled forward
+    (:func:`_roll_forward`), and the temporaries of these files that no journal names (a write
+    killed before its renames: the old set is whole) are removed. One line on stderr each."""
+    paths = [Path(p) for p in paths]
+    held = {path.parent.resolve() for path in paths}
+    for directory in dict.fromkeys(path.parent for path in paths):
+        journal = directory / JOURNAL
+        if journal.is_file() and not journal.is_symlink():
+            done = _roll_forward(journal, held)
+            if done is None:
+                continue  # ready() reports it, with what to do
+            print(done, file=sys.stderr)
+        if journal.exists():
+            continue
+        dead = sorted(temp for path in paths if path.parent == directory
+                      for temp in directory.glob(f".{glob_escape(path.name)}.*.tmp")
+                      if _own_temporary(temp, path) and temp.is_file() and not temp.is_symlink())
+        for temp in dead:
+            temp.unlink()
+        if dead:
+            print(f"recovered {directory}: removed {', '.join(temp.name for temp in dead)}, left by a write killed "
+                  f"before its renames (the files it was replacing are whole)", file=sys.stderr)
 
 
 def interrupted_writes(directories) -> list[str]:
@@ -118,16 +188,17 @@ def interrupted_writes(directories) -> list[str]:
             kind = "a directory" if journal.is_dir() else "a special file (a FIFO or a device)"
             messages.append(f"{journal}: is {kind}, but a write keeps its journal there; move it away")
         elif journal.exists():
-            command = None
+            command, recoverable = None, False
             try:
                 entry = json.loads(journal.read_bytes())
                 command = entry["command"]
                 what = f"`{command}` was interrupted while replacing " + ", ".join(
                     os.path.relpath(name) for name in entry["files"])
-            except (OSError, ValueError, KeyError, TypeError):
+                recoverable = isinstance(entry.get("temporaries"), dict) and bool(entry["temporaries"])
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 what = "an interrupted write left an unreadable journal"
             messages.append(f"{journal}: {what}, so these files are a mixed set of old and new; "
-                            f"{_repair(directory, [journal, *temps], command)}")
+                            f"{_repair(directory, [journal, *temps], command, recoverable)}")
         elif temps:
             messages.append(f"{directory}: an interrupted write left {', '.join(p.name for p in temps)}; the "
                             f"files beside them may not belong together; {_repair(directory, temps, None)}")
@@ -234,8 +305,11 @@ def ready(paths, check: bool) -> bool:
     """Whether a command may start: no interrupted write left a mixed set among the
     directories of ``paths``, and every path is a regular file (or none yet) and,
     unless ``check``, can be written. Says why not on stderr: each interrupted
-    write, or the first unusable path."""
+    write, or the first unusable path. A write (not ``check``), whose caller holds the
+    folders' exclusive lock, first recovers what a dead writer left (:func:`recover`)."""
     paths = [Path(p) for p in paths]
+    if not check:
+        recover(paths)
     problems = interrupted_writes(path.parent for path in paths)
     if not problems:  # the first unusable path: the others usually share its cause
         problems = [problem for problem in map(not_a_file if check else unwritable, paths) if problem][:1]

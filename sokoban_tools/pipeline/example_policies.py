@@ -89,14 +89,12 @@ def play_pass(method: str, run: int, update: int, boards: list[BoardRow], digest
     records, searches = [], 0
     for row in boards:
         observation, _ = env.reset(row)
-        total, done, info = 0.0, False, {"won": False}
+        done = False
         while not done:
             action, searched = choose(observation, follow, rng)
             searches += searched
-            observation, reward, done, info = env.step(action)
-            total += reward
-        records.append(EpisodeRecord(method, f"seed-{run}", "validation", update, row.task_id,
-                                     info["won"], env.num_env_steps, total, digest))
+            observation, _, done, _ = env.step(action)
+        records.append(env.tally.record(method, f"seed-{run}", "validation", update, row.task_id, digest))
     return records, searches
 
 
@@ -104,7 +102,14 @@ def log_path(out_dir: Path, method: str) -> Path:
     return out_dir / f"{method}.jsonl"
 
 
-def example_manifest(method: str, updates: tuple[int, ...], steps: int, searches: int) -> dict:
+SCRIPTED_NOTES = (
+    "A scripted policy of the worked example: it has no weights, prompt or decoding (null), sees the "
+    "state observation and plays the environment's horizon and rewards; costs count environment steps "
+    "and the path follower's shortest-path searches.")
+
+
+def example_manifest(method: str, updates: tuple[int, ...], steps: int, searches: int,
+                     notes: str = SCRIPTED_NOTES) -> dict:
     """The run manifest of a method's log: what a scripted policy has of the controlled
     settings, and its costs."""
     gaps = {later - earlier for earlier, later in zip(updates, updates[1:])}
@@ -115,10 +120,7 @@ def example_manifest(method: str, updates: tuple[int, ...], steps: int, searches
                      "update_budget.total_training_steps": max(updates),
                      "evaluation.before_training": 0 in updates,
                      "evaluation.frequency": gaps.pop() if len(gaps) == 1 else None})
-    manifest = new_manifest(method, settings, notes=(
-        "A scripted policy of the worked example: it has no weights, prompt or decoding (null), sees the "
-        "state observation and plays the environment's horizon and rewards; costs count environment steps "
-        "and the path follower's shortest-path searches."), trained=False)
+    manifest = new_manifest(method, settings, notes=notes, trained=False)
     entries = {"environment_steps": ("environment steps", steps)}
     if searches:
         entries["shortest_path_searches"] = ("solver calls", searches)

@@ -4,8 +4,9 @@ A fair comparison of training methods needs per-board results, not only a
 mean, so the runtime reports every episode it plays as an
 :class:`EpisodeRecord` and can append them to a JSONL log, which the scoring
 commands read back. Rows are compact JSON objects with exactly the keys of
-:data:`EPISODE_KEYS`, written in that order and read in any order (a JSON
-object's keys are unordered, and another trainer's writer will not keep ours):
+:data:`EPISODE_KEYS` (``moves`` may be missing from an older log's row), written in
+that order and read in any order (a JSON object's keys are unordered, and another
+trainer's writer will not keep ours):
 
 =====================  ======  =====================================================
 ``method``             str     the training method, e.g. ``"GRPO"``
@@ -21,7 +22,19 @@ object's keys are unordered, and another trainer's writer will not keep ours):
 ``evaluation_sha256``  str     validation rows: SHA-256 of the ``evaluation.jsonl``
                        | null  played, so a log of another board set is refused;
                                training rows: null
+``moves``              str     every action the episode played, in order, one
+                               letter each (:data:`MOVE_LETTERS`: ``U`` up, ``D``
+                               down, ``L`` left, ``R`` right, ``0`` an unparseable
+                               answer), e.g. ``"URRD0L"``; its letters other than
+                               ``0`` number ``actions``. It lets anyone replay the
+                               episode on its board (``score --verify``). Always
+                               written; a row of an older log without it is read
+                               with ``moves`` null and reported as unverified
 =====================  ======  =====================================================
+
+Every writer keeps an episode's outcome in an :class:`EpisodeTally` (the runtime
+environment keeps one per episode, :attr:`sokoban_tools.runtime.env.FairSokobanEnv.tally`),
+which makes its record, so every writer records the same fields the same way.
 
 Appending writes whole lines in one call, so an interrupted writer leaves at
 most a last line without its newline, which the reader refuses by line number.
@@ -52,7 +65,7 @@ import socket
 import stat
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -62,7 +75,11 @@ from ..paths import read_bounded, unwritable
 from . import strict_json
 from .rows import DataError
 
-EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256")
+EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256",
+                "moves")
+OPTIONAL_KEYS = ("moves",)  # absent from logs written before it existed: read as null (unverified)
+MOVE_LETTERS = "0UDLR"  # action a (0 none, 1 up, 2 down, 3 left, 4 right) is written MOVE_LETTERS[a]
+_MOVES = re.compile(f"[{MOVE_LETTERS}]*")
 PHASES = ("validation", "training")
 MAX_LOG_BYTES = 1 << 30  # about five million episodes; a reader refuses a larger file (split it)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -81,6 +98,7 @@ class EpisodeRecord:
     actions: int
     episode_return: float
     evaluation_sha256: str | None
+    moves: str | None = None  # None only in a row of an older log (unverified)
 
     def __post_init__(self):
         problem = _problem(self.as_dict())
@@ -88,19 +106,83 @@ class EpisodeRecord:
             raise ValueError(problem)
 
     def as_dict(self) -> dict:
-        """The row as written, keys in :data:`EPISODE_KEYS` order."""
+        """The row as written, keys in :data:`EPISODE_KEYS` order (``moves`` left out when
+        null: an older log's row is written back as it was)."""
         values = (self.method, self.run, self.phase, self.update, self.task_id, self.won,
-                  self.actions, self.episode_return, self.evaluation_sha256)
-        return dict(zip(EPISODE_KEYS, values))
+                  self.actions, self.episode_return, self.evaluation_sha256, self.moves)
+        return {key: value for key, value in zip(EPISODE_KEYS, values)
+                if value is not None or key not in OPTIONAL_KEYS}
+
+    @property
+    def verifiable(self) -> bool:
+        """The record holds its moves, so a replay can check it."""
+        return self.moves is not None
+
+    @property
+    def played_actions(self) -> list[int]:
+        """The actions of :attr:`moves` (0-4), in order; refused for a record without moves."""
+        if self.moves is None:
+            raise ValueError(f"the record of {self.task_id} holds no moves (a log of an older writer)")
+        return actions_of(self.moves)
 
     def to_line(self) -> str:
         """The canonical JSON line, without its newline."""
         return json.dumps(self.as_dict(), separators=(",", ":"), ensure_ascii=False)
 
 
+def moves_of(actions) -> str:
+    """The ``moves`` of a sequence of actions 0-4."""
+    return "".join(MOVE_LETTERS[int(action)] for action in actions)
+
+
+def actions_of(moves: str) -> list[int]:
+    """The actions 0-4 a ``moves`` string holds."""
+    return [MOVE_LETTERS.index(letter) for letter in moves]
+
+
+@dataclass
+class EpisodeTally:
+    """An episode's outcome while it is played: the one bookkeeping every writer keeps,
+    so every record holds its moves, action count, return and outcome alike.
+
+    :meth:`add` takes each action with the reward, ``done`` and ``won`` the environment
+    returned; the first ``done`` ends the tally and later steps are ignored, as verl-agent
+    masks an environment that is done. A writer that stops earlier (a turn limit reached
+    with unparseable answers, which count no step) simply stops adding.
+    """
+
+    played: list[int] = field(default_factory=list)
+    total: float = 0.0
+    won: bool = False
+    done: bool = False
+
+    def add(self, action: int, reward: float, done: bool, won: bool) -> None:
+        if self.done:
+            return
+        self.played.append(int(action))
+        self.total += reward
+        if done:
+            self.done, self.won = True, bool(won)
+
+    @property
+    def actions(self) -> int:
+        """Actions 1-4 played (an unparseable answer, 0, is not counted)."""
+        return sum(1 for action in self.played if action)
+
+    @property
+    def moves(self) -> str:
+        return moves_of(self.played)
+
+    def record(self, method: str, run: str, phase: str, update: int, task_id: str,
+               evaluation_sha256: str | None) -> "EpisodeRecord":
+        """The episode's record, labelled with the writer's method, run, phase and update."""
+        return EpisodeRecord(method, run, phase, update, task_id, self.won, self.actions, self.total,
+                             evaluation_sha256, self.moves)
+
+
 def _problem(row: dict) -> str | None:
     """What is wrong with a decoded row, or ``None``."""
-    missing = [key for key in EPISODE_KEYS if key not in row]
+    missing = [key for key in EPISODE_KEYS if key not in row and key not in OPTIONAL_KEYS]
     unknown = [key for key in row if key not in EPISODE_KEYS]
     if missing or unknown:
         return (f"keys are {list(row)}, expected {list(EPISODE_KEYS)} in any order "
@@ -124,6 +206,14 @@ def _problem(row: dict) -> str | None:
             return f"evaluation_sha256 of a validation row must be 64 lower-case hex digits, got {digest!r}"
     elif digest is not None:
         return f"evaluation_sha256 of a training row must be null, got {digest!r}"
+    moves = row.get("moves")
+    if moves is not None:
+        if not isinstance(moves, str) or not _MOVES.fullmatch(moves):
+            return f"moves must be a string of the letters {MOVE_LETTERS} (one per action played), got {moves!r}"
+        counted = len(moves) - moves.count("0")
+        if counted != row["actions"]:
+            return (f"moves {moves!r} hold {counted} actions 1-4 but actions is {row['actions']}: "
+                    f"the record contradicts itself")
     return None
 
 
@@ -360,7 +450,7 @@ def _checked_row(line: str, where: str, fix: str) -> EpisodeRecord:
     problem = _problem(row) if isinstance(row, dict) else "not a JSON object"
     if problem:
         raise DataError(f"{where}: {problem}; {fix}")
-    values = [row[key] for key in EPISODE_KEYS]
+    values = [row.get(key) for key in EPISODE_KEYS]
     values[EPISODE_KEYS.index("return")] = float(row["return"])
     return EpisodeRecord(*values)
 

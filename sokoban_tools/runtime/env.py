@@ -47,6 +47,7 @@ from sokoban_render import render_position
 
 from ..checks import integer
 from ..protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from ..records.episodes import EpisodeTally
 from ..records.rows import BoardRow
 from ..rules.board import ACTIONS, ACTION_NAMES, TARGET, Board
 
@@ -161,6 +162,10 @@ class FairSokobanEnv:
     returns ``(observation, reward, done, info)``; ``render(mode)`` draws the
     current position. The environment has no randomness of its own: which board
     to play is the driver's choice (:mod:`sokoban_tools.runtime.sampler`).
+
+    ``tally`` is the current episode's outcome so far, up to its first ``done``: its moves,
+    return and outcome (:class:`sokoban_tools.records.episodes.EpisodeTally`), whose
+    ``record(...)`` is the episode's log row, the same for every writer.
     """
 
     def __init__(self, mode: str = "rgb_array", max_steps: int = DEFAULT_MAX_STEPS):
@@ -168,6 +173,7 @@ class FairSokobanEnv:
         self.max_steps = integer("max_steps", max_steps, 1)
         self._board: Board | None = None
         self._steps = 0
+        self.tally = EpisodeTally()
 
     @property
     def board(self) -> Board:
@@ -203,7 +209,7 @@ class FairSokobanEnv:
             raise ValueError(f"the board cannot be played: {problem}")
         if board.is_solved:
             raise ValueError("the board is already solved; stored boards never are")
-        self._board, self._steps = board, 0
+        self._board, self._steps, self.tally = board, 0, EpisodeTally()
         return ResetInfo(won=False)
 
     def play(self, action: int) -> tuple[float, bool, StepInfo]:
@@ -212,12 +218,16 @@ class FairSokobanEnv:
             raise ValueError(f"action must be an integer, one of {ACTION_CHOICES}; got {action!r}")
         before = self.board
         if action == NO_ACTION:
-            return STEP_PENALTY, False, StepInfo(action_is_effective=False, won=False)
-        after, outcome = before.move(int(action))
-        self._board = after
-        self._steps += 1
-        done = after.is_solved or self._steps == self.max_steps
-        return step_reward(before, after), done, StepInfo(action_is_effective=outcome != "none", won=after.is_solved)
+            reward, done, info = STEP_PENALTY, False, StepInfo(action_is_effective=False, won=False)
+        else:
+            after, outcome = before.move(int(action))
+            self._board = after
+            self._steps += 1
+            done = after.is_solved or self._steps == self.max_steps
+            reward, info = step_reward(before, after), StepInfo(action_is_effective=outcome != "none",
+                                                                won=after.is_solved)
+        self.tally.add(action, reward, done, info["won"])
+        return reward, done, info
 
     def render(self, mode: str | None = None):
         """The current position in ``mode`` (default: the constructor's), see :func:`render`."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..records.episodes import EpisodeTally
 from ..rules.board import Board
 
 
@@ -52,9 +53,7 @@ class Episode:
     max_steps: int
     board: Board | None = None  # where the player and the box are now (``start`` until a step)
     sent: list[int] = field(default_factory=list)  # every action sent since the reset, replayed to rebuild
-    actions: int = 0  # actions 1-4 until the episode ended: the record's count
-    total: float = 0.0
-    won: bool = False
+    tally: EpisodeTally = field(default_factory=EpisodeTally)  # the outcome up to the first done: the record's
     ended: bool = False
 
     def __post_init__(self):

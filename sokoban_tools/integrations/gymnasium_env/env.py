@@ -47,6 +47,7 @@ for a policy that never learnt on the training boards).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache, partial
 from pathlib import Path
 
@@ -58,7 +59,7 @@ from ...checks import integer
 from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DEFAULT_MAX_STEPS, DIM_ROOM
 from ...records.boards import load_boards
-from ...records.episodes import EpisodeRecord, episode_writer
+from ...records.episodes import episode_writer
 from ...records.manifest import SETTING, environment_settings, new_manifest, write_manifest
 from ...records.rows import BoardRow
 from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
@@ -172,7 +173,7 @@ class SokobanFairnessEnv(gymnasium.Env):
         position = self._next_training_board(seed) if self.split == "train" else self._next_validation_board(seed)
         self._row = self.rows[position]
         self._game.start(self._row)
-        self._turns, self._return, self._over = 0, 0.0, False
+        self._turns, self._over = 0, False
         return self._game.render(), {"task_id": self._row.task_id, "board": position}
 
     def _next_training_board(self, seed: int | None) -> int:
@@ -206,16 +207,15 @@ class SokobanFairnessEnv(gymnasium.Env):
             raise ValueError(f"action must be one of {ACTION_CHOICES}; got {action!r}")
         reward, _, info = self._game.play(int(action))
         self._turns += 1
-        self._return += reward
         terminated = info["won"]
         truncated = not terminated and self._turns >= self.max_steps
         if terminated or truncated:
             self._over = True
-            self._record(terminated)
+            self._record()
         return (self._game.render(), float(reward), terminated, truncated,
                 {"task_id": self._row.task_id, "won": info["won"], "action_is_effective": info["action_is_effective"]})
 
-    def _record(self, won: bool) -> None:
+    def _record(self) -> None:
         if self._writer is None:
             return
         validation = self.split == "validation"
@@ -223,11 +223,10 @@ class SokobanFairnessEnv(gymnasium.Env):
             if (self.update, self._row.task_id) in self._logged:
                 return
             self._logged.add((self.update, self._row.task_id))
-        record = EpisodeRecord(self.method, self.run, "validation" if validation else "training",
-                               self.update if validation else self._draw, self._row.task_id, won,
-                               self._game.num_env_steps, round(self._return, 10),
-                               self.sha256 if validation else None)
-        self._writer.append([record])
+        record = self._game.tally.record(self.method, self.run, "validation" if validation else "training",
+                                         self.update if validation else self._draw, self._row.task_id,
+                                         self.sha256 if validation else None)
+        self._writer.append([replace(record, episode_return=round(record.episode_return, 10))])
 
     def close(self):
         """Release the episode log (its lock goes with the last environment of the process using it)."""

@@ -11,7 +11,9 @@ turn (a list of parts) it decodes the PNG data URL and reads the board from the 
 (:func:`read_board`: each 16x16 tile of the frame matched against the renderer's
 tiles); from a text turn (a plain string) it reads the current grid of the prompt
 (:func:`read_text_board`). It answers by its policy (:data:`POLICIES`) in the format
-verl-agent's projection reads (``<think>...</think><action>up</action>``). For the
+verl-agent's projection reads (``<think>...</think><action>up</action>``), or in VAGEN's
+reply format when the request is VAGEN's (a system prompt and the turns so far:
+:func:`vagen_answer`). For the
 tests a :class:`Script` also makes it slow, answer 429/500 bursts, or die after a
 number of requests (its socket closed, so the next connection is refused); every
 request it answered is kept (:attr:`LoopbackServer.seen`) for the tests to compare
@@ -42,6 +44,7 @@ from sokoban_render import TILE_SIZE, render_rgb
 
 from ...rules.board import ACTION_NAMES, FLOOR, PLAYER, TARGET, WALL, Board
 from ...rules.solver import shortest_solution
+from ...runtime.projection import project_answer
 
 MAX_REQUEST_BYTES = 1 << 20
 FRAME = 96  # the environment's frame: 6x6 tiles of 16 pixels
@@ -230,9 +233,11 @@ class LoopbackServer:
         if body.get("model") != script.model:
             return 404, _error(f"The model `{body.get('model')}` does not exist.", "NotFoundError")
         messages = body.get("messages")
-        if not isinstance(messages, list) or len(messages) != 1 or messages[0].get("role") != "user":
-            return 400, _error("expected one user message")
-        content = messages[0].get("content")
+        if not isinstance(messages, list) or not messages or messages[-1].get("role") != "user":
+            return 400, _error("expected the messages to end with a user message")
+        # verl-agent's turn is one user message; VAGEN's a system prompt and the turns so far
+        vagen = len(messages) > 1
+        content = messages[-1].get("content")
         if isinstance(content, str):  # a text turn: the grid is in the prompt
             text = [content]
             try:
@@ -253,7 +258,10 @@ class LoopbackServer:
                 return 400, _error(f"expected one image, got {len(urls)}")
             board, digest, shape = _look(urls[0])
         seed = body.get("seed")
-        answer = POLICIES[script.policy](board, seed if seed is not None else 0)
+        # a request without a seed (VAGEN sends none) draws from its number
+        answer = POLICIES[script.policy](board, seed if seed is not None else number)
+        if vagen:
+            answer = vagen_answer(answer, board, script.policy)
         if script.delay or number in script.slow:
             time.sleep(script.delay + script.slow.get(number, 0.0))
         if script.keep:
@@ -267,6 +275,22 @@ class LoopbackServer:
             "usage": {"prompt_tokens": 81 + len("".join(text)) // 4, "completion_tokens": len(answer) // 4 + 1,
                       "total_tokens": 81 + len("".join(text)) // 4 + len(answer) // 4 + 1},
         }
+
+
+VAGEN_MOVES = 3  # VAGEN's Sokoban example: up to 3 actions per turn
+
+
+def vagen_answer(answer: str, board: Board, policy: str) -> str:
+    """``answer`` (verl-agent's format) in VAGEN's reply format, which its wm, free_wm and
+    free_think parsers all read; the shortest policy sends the next moves a turn allows, an
+    answer the projection cannot read stays unreadable."""
+    action, _ = project_answer(answer)
+    if action == 0:
+        return answer
+    moves = list(shortest_solution(board))[:VAGEN_MOVES] if policy == "shortest" else [action]
+    words = ",".join(ACTION_NAMES[move].capitalize() for move in moves)
+    return (f"<observation>The board I see.</observation><think>I move {words}.</think><answer>{words}</answer>"
+            f"<prediction>The board after {words}.</prediction>")
 
 
 class _QuietServer(ThreadingHTTPServer):

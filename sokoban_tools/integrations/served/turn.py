@@ -32,7 +32,7 @@ from sokoban_render import encode_png
 from ...records.episodes import EpisodeRecord
 from ...records.rows import BoardRow
 from ...rules.board import Board
-from ...runtime.env import NO_ACTION, FairSokobanEnv, render
+from ...runtime.env import FairSokobanEnv, render
 from ...runtime.projection import project_answer
 from .prompt import IMAGE_PLACEHOLDER, VISUAL_PROMPT
 from .text_turn import TEXT_MODE, TextTurn
@@ -122,9 +122,6 @@ class Episode:
         self.env = FairSokobanEnv(mode=mode, max_steps=max_steps)
         self.env.start(row)
         self.turns = 0
-        self.actions = 0
-        self.total = 0.0
-        self.won = False
         self.done = False
 
     def messages(self) -> list[dict]:
@@ -136,18 +133,12 @@ class Episode:
             raise RuntimeError(f"{self.row.task_id}: the episode is over")
         action, _ = project_answer(text)
         self.turn.played(self.env.board, action)
-        reward, done, info = self.env.play(action)
+        _, done, _ = self.env.play(action)
         self.turns += 1
-        self.actions += action != NO_ACTION
-        self.total += reward
-        if done:
-            self.won = bool(info["won"])
         self.done = done or self.turns == self.max_steps
         return action
 
     def record(self, method: str, run: str, update: int, evaluation_sha256: str) -> EpisodeRecord:
         if not self.done:
             raise RuntimeError(f"{self.row.task_id}: the episode is not over")
-        return EpisodeRecord(method=method, run=run, phase="validation", update=update, task_id=self.row.task_id,
-                             won=self.won, actions=self.actions, episode_return=self.total,
-                             evaluation_sha256=evaluation_sha256)
+        return self.env.tally.record(method, run, "validation", update, self.row.task_id, evaluation_sha256)

@@ -14,6 +14,7 @@ manifest is written, and the log checked, before VAGEN starts.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from pathlib import Path
@@ -25,10 +26,11 @@ from ...records.episodes import episode_writer, read_episodes
 from ...records.manifest import write_manifest
 from ...records.rows import DataError
 from . import EVAL_CONFIG, register
+from .quiet import quietly
 from .rollouts import fairness_spec, manifest_from_vagen_config, records_from_dump
 
-NO_VAGEN = ("VAGEN is not importable ({}): install it as its README says (pip install -e . in a clone), "
-            "or put the folder holding vagen/ on PYTHONPATH")
+NO_VAGEN = ("VAGEN is not importable ({}): put the folder holding vagen/ (a VAGEN clone, or a copy of its files) "
+            "on PYTHONPATH, e.g. export PYTHONPATH=$HOME/VAGEN (docs/vagen.md)")
 
 
 def effective_config(config: Path, overrides: list[str]) -> tuple[dict, Path]:
@@ -43,6 +45,7 @@ def effective_config(config: Path, overrides: list[str]) -> tuple[dict, Path]:
     return cfg, Path(_resolve_dump_dir(cfg, base_dir))
 
 
+RUN_OUTPUT = "sokoban_fairness_vagen_output.txt"  # in the dump folder: what VAGEN printed, unless --verbose
 OWNER = "sokoban_fairness_owner.json"  # in the tag folder: the backend and model whose rollouts it holds
 
 
@@ -65,6 +68,20 @@ def claim_dump(tag_dir: Path, cfg: dict, backend: str, evaluating: bool) -> None
         write_atomic(path, json_document(owner))
 
 
+def key_override(cfg: dict, backend: str) -> list[str]:
+    """The override a key-less run needs: VAGEN's OpenAI client refuses to start without a key
+    (``Missing credentials``) even for a server of your own, which takes any; with no
+    ``base_url`` it calls OpenAI's API, which needs a real one."""
+    settings = (cfg.get("backends") or {}).get(backend) or {}
+    if backend != "openai" or settings.get("api_key") or os.environ.get("OPENAI_API_KEY"):
+        return []
+    if not settings.get("base_url"):
+        raise ValueError("backends.openai.base_url is not set, so VAGEN would call OpenAI's API, which needs a key: "
+                         "export OPENAI_API_KEY, or give backends.openai.base_url=http://127.0.0.1:8000/v1 for a "
+                         "server of your own")
+    return ["backends.openai.api_key=EMPTY"]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sokoban_tools vagen",
                                      description="VAGEN's evaluator on the 256 validation boards, as an episode log")
@@ -81,6 +98,10 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--trained", action="store_true",
                          help="the model was trained on fairness/train.jsonl (recorded in the manifest)")
         sub.add_argument("overrides", nargs="*", help="VAGEN config overrides, e.g. backends.openai.model=NAME")
+    actions.choices["evaluate"].add_argument(
+        "--verbose", action="store_true",
+        help=f"show everything VAGEN prints (default: a progress bar, VAGEN's output in {RUN_OUTPUT} in the dump "
+             f"folder)")
     return parser
 
 
@@ -92,8 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.update < 0:
         print(f"error: --update must be a non-negative integer, got {args.update}", file=sys.stderr)
         return 1
+    printed = io.StringIO()  # what VAGEN prints, unless --verbose: kept beside its dump
     try:
-        cfg, dump_dir = effective_config(args.config, args.overrides)
+        with quietly(printed, getattr(args, "verbose", False)):
+            cfg, dump_dir = effective_config(args.config, args.overrides)
     except ImportError as err:
         print(f"error: {NO_VAGEN.format(err)}", file=sys.stderr)
         return 1
@@ -110,9 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         spec = fairness_spec(cfg)
         backend = str((cfg.get("run") or {}).get("backend", "openai")).lower()
         method = args.method or (cfg.get("backends") or {}).get(backend, {}).get("model") or "VAGEN"
+        if args.action == "evaluate":
+            args.overrides += key_override(cfg, backend)
         manifest = manifest_from_vagen_config(cfg, method, args.trained)
         with episode_writer(args.episode_log) as writer:  # the log's lock, held until the records are in
-            records = _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer)
+            records = _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer, printed)
     except (ValueError, OSError) as err:  # DataError, ManifestError and LogInUse are among them
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -122,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer) -> list:
+def _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer, printed: io.StringIO) -> list:
     """Check the log, write the manifest, run VAGEN (``evaluate``) and append its records, under the log's lock."""
     key = (method, args.run, args.update)
     if args.episode_log.exists() and any((r.method, r.run, r.update) == key and r.phase == "validation"
@@ -133,14 +158,18 @@ def _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer
     claim_dump(tag_dir, cfg, backend, args.action == "evaluate")
     write_manifest(args.episode_log, manifest)
     if args.action == "evaluate":
-        register()
-        from vagen.evaluate import run_eval
-
         saved, sys.argv = sys.argv, ["vagen.evaluate.run_eval", "--config", str(args.config), *args.overrides]
         try:
-            run_eval.main()
+            with quietly(printed, args.verbose, progress="VAGEN episodes"):
+                register()
+                from vagen.evaluate import run_eval
+
+                run_eval.main()
         finally:
             sys.argv = saved
+            if not args.verbose:
+                dump_dir.mkdir(parents=True, exist_ok=True)
+                write_atomic(dump_dir / RUN_OUTPUT, printed.getvalue().encode("utf-8"))
     env = spec.get("config") or {}
     records = records_from_dump(tag_dir, method, args.run, args.update, env.get("fairness_boards"),
                                 env.get("fairness_revision"))

@@ -22,8 +22,8 @@ before VAGEN's ``SokobanEnvConfig`` sees the rest, which must keep the boards'
 shape (``dim_room: [6, 6]``, ``num_boxes: 1``).
 
 The reset's ``info`` names the board (``task_id``, its position, the split and the
-file's SHA-256) and every step's ``info`` adds ``actions_taken``, the moves VAGEN
-executed that turn; VAGEN's evaluator dumps both into each rollout's
+file's SHA-256) and every step's ``info`` adds ``actions_taken``, how many moves VAGEN
+executed that turn, and ``moves``, those moves in the episode log's letters; VAGEN's evaluator dumps both into each rollout's
 ``metrics.json``, from which :mod:`.episodes` writes the episode log.
 
 Importing this module needs VAGEN (``vagen``) and its Sokoban's packages.
@@ -43,6 +43,7 @@ from ...checks import integer
 from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DIM_ROOM, NUM_BOXES
 from ...records.boards import load_boards
+from ...records.episodes import moves_of
 from ...records.rows import BoardRow
 
 SPLITS = {"validation": VALIDATION_DATA, "train": TRAIN_DATA}
@@ -126,4 +127,5 @@ class FairSokoban(Sokoban):
     async def step(self, action_str: str):
         obs, reward, done, info = await super().step(action_str)
         info["actions_taken"] = len(self.valid_actions)
+        info["moves"] = moves_of(self.ACTION_LOOKUP[action] for action in self.valid_actions)
         return obs, reward, done, info

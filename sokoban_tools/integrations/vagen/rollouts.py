@@ -5,7 +5,8 @@ holding ``metrics.json`` (seed, success, rewards, the reset's and every step's
 ``info``). :func:`records_from_dump` turns each into one
 :class:`sokoban_tools.records.episodes.EpisodeRecord` (``won``: VAGEN's success;
 ``actions``: the moves it executed, summed from :class:`.env.FairSokoban`'s
-``actions_taken``; ``return``: VAGEN's cumulative reward), refusing, before anything is
+``actions_taken``; ``moves``: those moves, joined from its steps' ``moves``;
+``return``: VAGEN's cumulative reward), refusing, before anything is
 written and naming the rollout's ``metrics.json``, an unfinished or repeated board, a
 rollout whose board is not its seed's, or of another ``evaluation.jsonl`` than the one
 the environment was given, and any field VAGEN never writes (a ``success`` that is not
@@ -153,9 +154,11 @@ def _record_of(path: Path, metrics, method: str, run: str, update: int, rerun: s
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in taken):
         raise DataError(f"{path}: actions_taken of the steps are {taken}, not counts (non-negative whole numbers); "
                         f"{edited}")
+    steps = [info.get("moves") for info in infos[1:]]
+    moves = None if None in steps else "".join(map(str, steps))  # a dump of an older FairSokoban: unverified
     try:
         record = EpisodeRecord(method, run, "validation", update, start["task_id"], metrics["success"], sum(taken),
-                               float(metrics["cumulative_reward"]), start["file_sha256"])
+                               float(metrics["cumulative_reward"]), start["file_sha256"], moves)
     except ValueError as err:  # a field the log refuses (a return that is not finite, ...)
         raise DataError(f"{path}: {err}; {edited}") from None
     return seed, record

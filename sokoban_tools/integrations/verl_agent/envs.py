@@ -54,7 +54,7 @@ from ...rules.board import Board
 from ...records.boards import load_boards
 from ...checks import integer
 from ...runtime.config import DEFAULT_MAX_RESTARTS, RuntimeConfig, runtime_config
-from ...runtime.env import ACTION_CHOICES, NO_ACTION, checked_mode, is_action, render
+from ...runtime.env import ACTION_CHOICES, checked_mode, is_action, render
 from ...records.episodes import EpisodeRecord, episode_writer
 from ...runtime.recovery import Episode
 from ...runtime.schedule import TrainingSchedule, ValidationSchedule
@@ -118,10 +118,8 @@ class FairSokobanEnvs:
         for episode, action, (_, reward, done, info) in zip(self._episodes, actions, results):
             if episode.ended:
                 continue
-            episode.total += reward
-            episode.actions += action != NO_ACTION
+            episode.tally.add(action, reward, done, info["won"])
             if done:
-                episode.won = bool(info["won"])
                 finished.append(episode)
         self._record(finished)
         _, rewards, dones, infos = map(list, zip(*results))
@@ -280,11 +278,8 @@ class FairSokobanEnvs:
         records = []
         for episode in episodes:
             episode.ended = True
-            record = EpisodeRecord(
-                method=self.config.method, run=self.config.run, phase=self.config.phase, update=episode.update,
-                task_id=episode.task_id, won=episode.won, actions=episode.actions,
-                episode_return=episode.total, evaluation_sha256=None if self.is_train else self._sha256,
-            )
+            record = episode.tally.record(self.config.method, self.config.run, self.config.phase, episode.update,
+                                          episode.task_id, None if self.is_train else self._sha256)
             records.append(record)
             if not self.is_train:
                 self._schedule.record(episode.position, record)

@@ -1,6 +1,7 @@
 """Write everything a user reads about the data from the generated files.
 
-    python -m sokoban_tools card            # README.md, docs/*.md, fairness/README.md, images/*.png,
+    python -m sokoban_tools card            # README.md, docs/*.md, fairness/README.md, images/*.png
+                                            # (the results table and chart from results/),
                                             # and the published checksums, sokoban_pins.py
     python -m sokoban_tools card --check    # fail if any of them is out of date
     python -m sokoban_tools card --new-release   # pin changed data files as the release
@@ -20,27 +21,32 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
-from ...evaluation import compare
-from ...evaluation.charts import PLOT_EXTRA, length_histogram, line_chart
+from ...evaluation import compare, leaderboard
+from ...evaluation.charts import PLOT_EXTRA, interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
+from ...evaluation.stats import wilson_interval
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                        DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
-                       LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, ROOT,
+                       LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, RESULTS_FOLDER,
+                       RESULTS_IMAGE, ROOT,
                        RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
                        SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
-                       VALIDATION_DATA, VERIFICATION_FILE, published)
+                       VALIDATION_DATA, VERIFICATION_FILE, IMAGE_TABLES, published)
 from ...records.rows import BoardRow, DataError, read_board_file, read_regular_file, read_rows
 from ...rules.board import ACTION_NAMES, from_lurd
 from ...rules.images import render_board
+from ...protocol import stratum_of
 from ...protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from ...runtime.workers import DEFAULT_ENVS_PER_ACTOR
 from ..artifacts import command_line, run_command
 from ..baselines import HORIZON, POLICIES
 from ..example_policies import log_path
+from .image_tables import ImageTablesUnavailable, image_tables
 from ..release import CARD_TEMPLATE, DATA_FILES, FLAG, NOT_WITH_CHECK, Release, changelog_of, pinned_of, release_to_pin
 
 REPO = ROOT
@@ -58,31 +64,43 @@ ROW_FEATURES = (
 )
 
 
-def published_files(repo: Path) -> dict[str, dict]:
+def published_files(repo: Path, rows: dict[str, list[BoardRow]] | None = None) -> dict[str, dict]:
     """SHA-256, row count and size of every data file the loaders read, each
     digest taken from the same bytes whose every row has just passed the row
-    checks, so no digest of an unchecked file is ever pinned."""
+    checks, so no digest of an unchecked file is ever pinned; the checked rows
+    go into ``rows`` (file name: rows) when it is given."""
     entries = {}
     for name in DATA_FILES:
-        data, rows = read_board_file(repo / name)
-        entries[name] = {"sha256": sha256_bytes(data), "rows": len(rows), "bytes": len(data)}
+        data, checked = read_board_file(repo / name)
+        entries[name] = {"sha256": sha256_bytes(data), "rows": len(checked), "bytes": len(data)}
+        if rows is not None:
+            rows[name] = checked
     return entries
+
+
+def file_entry(data: bytes, rows: int) -> dict:
+    """The pinned entry of a file of ``rows`` rows whose bytes are ``data``."""
+    return {"sha256": sha256_bytes(data), "rows": rows, "bytes": len(data)}
 
 
 PINS_DOC = '''"""The published data files of sokoban-fairness: their release and the SHA-256, rows and size of each.
 
 Written whole by `python -m sokoban_tools card` from the files it has just
-checked; do not edit. Changing it takes a new release (see the Changelog
-section of the dataset card).
+checked; do not edit. Changing PUBLISHED_FILES takes a new release (see the
+Changelog section of the dataset card). IMAGE_TABLES pins the Parquet files of
+the same rows with their game images, derived from them (the card writes both).
 """
 '''
 
 
-def pins_module(release: Release) -> bytes:
-    """``sokoban_pins.py`` pinning ``release``: a docstring and two literals, written from data."""
-    files = ",\n".join(f"    {json.dumps(name)}: {json.dumps(entry)}" for name, entry in release.files.items())
-    return (f"{PINS_DOC}\nRELEASE = {json.dumps(release.version)}\nPUBLISHED_FILES = {{\n{files},\n}}\n"
-            ).encode("utf-8")
+def _literal(files: dict[str, dict]) -> str:
+    return "{\n" + "".join(f"    {json.dumps(name)}: {json.dumps(entry)},\n" for name, entry in files.items()) + "}"
+
+
+def pins_module(release: Release, tables: dict[str, dict]) -> bytes:
+    """``sokoban_pins.py`` pinning ``release`` and the image ``tables``: a docstring and three literals."""
+    return (f"{PINS_DOC}\nRELEASE = {json.dumps(release.version)}\nPUBLISHED_FILES = {_literal(release.files)}\n"
+            f"IMAGE_TABLES = {_literal(tables)}\n").encode("utf-8")
 
 
 def release_of(repo: Path, files: dict[str, dict], new_release: bool) -> Release:
@@ -96,6 +114,10 @@ def front_matter(files: dict[str, dict]) -> str:
     """The card's YAML header: metadata, the script-free configs and their typed schema.
 
     Written with ``sequence:`` so that datasets 3.x reads it as well as later versions.
+    Only the JSONL configurations: ``datasets`` reads every configuration of a repository
+    with the builder of the first one's files (json), so a Parquet configuration listed
+    here would fail to load (datasets issue 7101); the Parquet files with images are
+    read by their data files (:mod:`.image_tables`).
     """
     out = [
         "---",
@@ -299,11 +321,26 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "plot_extra": PLOT_EXTRA,
         "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,
+        **limitation_values(validation),
         "example_xsb": validation[0].board.xsb(),
         "citation": _citation(repo),
         "rewards": (f"{STEP_PENALTY:+g} a step, {BOX_ON_TARGET_REWARD:+g} box onto target, "
                     f"{BOX_OFF_TARGET_PENALTY:+g} off, {WIN_REWARD:+g} solved, "
                     f"{DEFAULT_MAX_STEPS}-action limit"),
+    }
+
+
+def limitation_values(validation: list[BoardRow]) -> dict[str, object]:
+    """The precision the card's Limitations quote: the Wilson interval of a pass near 50%,
+    and the upper end of the smallest stratum's interval with no win."""
+    low, high = wilson_interval(len(validation) // 2, len(validation))
+    boards = Counter(stratum_of(row.shortest_solution_length) for row in validation)
+    smallest = min(boards, key=lambda label: (boards[label], label))
+    return {
+        "wilson_half_width": f"{(high - low) / 2 * 100:.1f}",
+        "smallest_stratum": f"{smallest.replace('-', '–')} actions",
+        "smallest_stratum_boards": boards[smallest],
+        "smallest_stratum_upper": f"{wilson_interval(0, boards[smallest])[1]:.1%}",
     }
 
 
@@ -376,6 +413,45 @@ def example_values(report: dict) -> dict[str, object]:
     }
 
 
+def results_report(repo: Path) -> dict:
+    """The leaderboard of the committed entries under ``results/``; :class:`CardError` naming
+    every refused entry, since the card shows only verified results."""
+    report = leaderboard.leaderboard(repo / RESULTS_FOLDER, repo / VALIDATION_DATA)
+    if report["refused"]:
+        raise CardError("results entries fail their checks: " + "; ".join(
+            f"{refusal['entry']}: {refusal['reason']}" for refusal in report["refused"])
+            + "; repair or remove them (`python -m sokoban_tools leaderboard` names each)")
+    return report
+
+
+def results_values(report: dict, baselines: dict) -> dict[str, object]:
+    """The card's compact results table and the results page's full one, from the leaderboard."""
+    exact = baselines["splits"]["validation"]["overall"]["moves_1_4"]["success"]["float"]
+    rows = [["Entry", "Model", "Method", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 5]
+    rows += [[f"`{r['entry']}`", r["model"], r["method"], leaderboard.rate(r), leaderboard.verdict(r)]
+             for r in report["entries"]]
+    differ = ", ".join(f"`{d['key']}`" for d in report["settings_differ"]) or "none"
+    return {
+        "results_table": _table(rows),
+        "results_settings_differ": differ,
+        "results_random_exact": _probability(exact),
+        "results_leaderboard": leaderboard.render(report),
+        "results_entries": len(report["entries"]),
+        "results_alpha": leaderboard.ALPHA,
+    }
+
+
+def results_picture(report: dict, baselines: dict) -> bytes:
+    """Every entry's success with its exact 95% interval, the random policy's exact expectation marked."""
+    exact = baselines["splits"]["validation"]["overall"]["moves_1_4"]["success"]["float"]
+    entries = report["entries"]
+    return interval_chart([r["entry"] for r in entries],
+                          {"success, exact 95% interval": [(r["success"], *r["ci95"]) for r in entries]},
+                          "success on the validation boards",
+                          title="Verified results entries (every episode replayed)",
+                          references={"random moves 1–4, exact expectation": [exact] * len(entries)})
+
+
 def fair_comparison_values() -> dict[str, object]:
     """The fair-comparison checklist and the manifest's settings table, both from
     the one definition of the controlled settings (``manifest.SETTINGS``)."""
@@ -401,7 +477,8 @@ def _citation(repo: Path) -> str:
 def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
     return [repo / name for name in (PINS, CARD, *DOC_PAGES, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
-                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE)]
+                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, RESULTS_IMAGE,
+                                     *IMAGE_TABLES.values())]
 
 
 def _template(name: str, values: dict[str, object]) -> str:
@@ -416,20 +493,29 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     :class:`ReleaseError` if the data files differ from the pinned release and
     ``new_release`` does not declare a new one, :class:`CardError` if a report or
     template cannot be used."""
-    release = release_of(repo, published_files(repo), new_release)
+    checked: dict[str, list[BoardRow]] = {}
+    release = release_of(repo, published_files(repo, checked), new_release)
+    try:
+        parquet = image_tables({split: checked[name] for split, name in CONFIGURATIONS["fairness"].items()})
+    except ImageTablesUnavailable as err:
+        raise CardError(str(err)) from None
+    tables = {name: file_entry(data, len(checked[CONFIGURATIONS["fairness"][split]]))
+              for (split, name), data in zip(IMAGE_TABLES.items(), parquet.values())}
     summary = _read_json(repo, published(SUMMARY_FILE))
     validation = read_rows(repo / VALIDATION_DATA)
     baselines = _read_json(repo, published(BASELINES_FILE))
     example = example_report(repo)
+    results = results_report(repo)
     first = validation[0]
     try:  # the reports' entries, read where each figure is made
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
-                  **example_values(example), **fair_comparison_values()}
+                  **example_values(example), **results_values(results, baselines), **fair_comparison_values()}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()
         }
         success_picture = baselines_picture(baselines)
+        results_chart = results_picture(results, baselines)
     except KeyError as err:
         raise CardError(f"the reports under {DATA_FOLDER}/ lack the entry {err}, so they predate this code; "
                         f"{REGENERATE}") from None
@@ -437,7 +523,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         raise CardError(f"the reports under {DATA_FOLDER}/ hold an entry of the wrong type ({err}), so this "
                         f"code did not write them; {REGENERATE}") from None
     return dict(zip(outputs(repo), (
-        pins_module(release),
+        pins_module(release, tables),
         (front_matter(release.files) + _template("README.md", values)).encode("utf-8"),
         *(_template(page, values).encode("utf-8") for page in DOC_PAGES),
         _template("fairness-README.md", values).encode("utf-8"),
@@ -446,6 +532,8 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         length_histogram(histograms),
         success_picture,
         compare.learning_curves(example),
+        results_chart,
+        *parquet.values(),
     )))
 
 

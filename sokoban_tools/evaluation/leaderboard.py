@@ -1,0 +1,352 @@
+"""The results table: every entry of ``results/`` verified, then ranked with exact statistics.
+
+    python -m sokoban_tools leaderboard [RESULTS] [--json]      # verify and rank (default: results/)
+    python -m sokoban_tools leaderboard --add NAME --log LOG --model M --submitted-by WHO --link URL
+                                        [--date YYYY-MM-DD] [--notes TEXT] [--run R --update U]
+
+An entry is one folder, ``results/<name>/``, holding one validation pass: the episode log
+``episodes.jsonl``, its run manifest ``episodes.jsonl.manifest.json`` and ``entry.json``
+(:data:`ENTRY_KEYS`: who submitted which model and method, where to read more, when, the
+SHA-256 of both files and the controlled settings as submitted). ``--add`` writes one from a
+log, checking it first. An entry is refused, in one line naming it and the reason, unless:
+
+- its manifest is well formed and of the published boards (their digests);
+- its log is one complete pass over the published validation boards, of the manifest's method,
+  every record holding its moves;
+- every episode replays from its moves to the outcome, actions and return it records
+  (:mod:`sokoban_tools.evaluation.replay`): a flipped ``won``, a swapped board, an edited
+  count are named by record and board;
+- the manifest's settings are those the entry was submitted with, and both files are the
+  bytes it was submitted with (an edit the checks above cannot see).
+
+The rest are ranked by success, with the exact (Clopper-Pearson) 95% interval, overall and
+per stratum. Each entry is compared with the best on the shared boards by McNemar's exact
+test, the p-values Holm-corrected over the comparisons; an entry whose corrected p-value is
+at least 0.05 is statistically indistinguishable from the best. Every controlled setting that
+differs between entries is listed with each entry's value: shown, never hidden.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from sokoban_published import ChecksumError
+
+from ..files import json_document, sha256_bytes
+from ..paths import PathError, read_bounded
+from ..protocol import STRATA
+from ..records import strict_json
+from ..records.boards import BoardsNotFound
+from ..records.episodes import read_episodes
+from ..records.manifest import SETTING, manifest_path, read_manifest
+from ..records.rows import DataError
+from .compare import check_rows_against_manifests
+from .replay import Verification, verify_rows
+from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
+from .stats import PairedTable, exact_interval, holm_adjusted, sign_test_p
+
+RESULTS = Path("results")
+LOG = "episodes.jsonl"
+MANIFEST = manifest_path(LOG).name
+ENTRY = "entry.json"
+FORMAT = "sokoban-fairness results entry 1"
+ENTRY_KEYS = ("format", "model", "method", "submitted_by", "link", "date", "sha256", "settings")
+TEXT_KEYS = ("model", "method", "submitted_by", "link")
+NOTES = "notes"
+ALPHA = 0.05
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+
+
+class EntryRefused(DataError):
+    """A results entry that fails a check; the message names the entry and why."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A verified entry: its folder's name, ``entry.json``, manifest, pass and replay."""
+
+    name: str
+    info: dict
+    manifest: dict
+    group: Group
+    verification: Verification
+
+
+def entry_document(model: str, method: str, submitted_by: str, link: str, day: str, log: bytes,
+                   manifest: bytes, notes: str | None = None) -> bytes:
+    """The ``entry.json`` of a log and manifest submitted as they are."""
+    document = {"format": FORMAT, "model": model, "method": method, "submitted_by": submitted_by, "link": link,
+                "date": day, "sha256": {LOG: sha256_bytes(log), MANIFEST: sha256_bytes(manifest)},
+                "settings": strict_json.loads(manifest)["settings"]}
+    if notes:
+        document[NOTES] = notes
+    return json_document(document)
+
+
+def _checked_info(path: Path) -> dict:
+    """``entry.json``, well formed; :class:`EntryRefused` naming the key otherwise."""
+    try:
+        info = strict_json.loads(read_bounded(path, 1 << 20, "results entry").decode("utf-8"))
+    except ValueError as err:
+        raise EntryRefused(f"{path}: not a JSON object ({err})") from None
+    if not isinstance(info, dict):
+        raise EntryRefused(f"{path}: not a JSON object")
+    missing = [key for key in ENTRY_KEYS if key not in info]
+    unknown = [key for key in info if key not in ENTRY_KEYS and key != NOTES]
+    if missing or unknown:
+        raise EntryRefused(f"{path}: keys {ENTRY_KEYS} (and optional {NOTES!r}) expected; missing {missing}, "
+                           f"unknown {unknown}")
+    if info["format"] != FORMAT:
+        raise EntryRefused(f"{path}: format must be {FORMAT!r}, got {info['format']!r}")
+    for key in TEXT_KEYS:
+        if not isinstance(info[key], str) or not info[key].strip():
+            raise EntryRefused(f"{path}: {key} must be non-empty text, got {info[key]!r}")
+    try:
+        date.fromisoformat(info["date"])
+    except (TypeError, ValueError):
+        raise EntryRefused(f"{path}: date must be YYYY-MM-DD, got {info['date']!r}") from None
+    if not isinstance(info["sha256"], dict) or sorted(info["sha256"]) != sorted((LOG, MANIFEST)):
+        raise EntryRefused(f"{path}: sha256 must hold the digests of {LOG} and {MANIFEST}")
+    if not isinstance(info["settings"], dict) or sorted(info["settings"]) != sorted(SETTING):
+        raise EntryRefused(f"{path}: settings must hold every controlled setting, as the manifest had them")
+    return info
+
+
+def load_entry(folder: Path, boards: BoardSet) -> Entry:
+    """The verified entry in ``folder``; :class:`EntryRefused` (or another :class:`DataError`)
+    naming the first check it fails."""
+    for name in (ENTRY, LOG, MANIFEST):
+        if not (folder / name).is_file():
+            raise EntryRefused(f"{folder}: has no {name}; an entry holds {ENTRY}, {LOG} and {MANIFEST}")
+    info = _checked_info(folder / ENTRY)
+    log = folder / LOG
+    manifest = read_manifest(folder / MANIFEST)  # its format, and the published boards' digests
+    logs = read_logs([log])
+    if logs.training_rows:
+        raise EntryRefused(f"{log}: holds {logs.training_rows} training rows; an entry is one validation pass")
+    check_board_set(logs.rows, boards)
+    groups = group_rows(logs.rows, boards)  # refuses a dropped, repeated or unknown board
+    if len(groups) != 1:
+        raise EntryRefused(f"{log}: holds {len(groups)} validation passes "
+                           f"({', '.join(f'{g.method}/{g.run}/update {g.update}' for g in groups)}); "
+                           f"an entry is one pass")
+    check_rows_against_manifests(logs.rows, groups[0].method, [log])
+    unverified = [row.location for row in logs.rows if not row.record.verifiable]
+    if unverified:
+        raise EntryRefused(f"{unverified[0]}: {len(unverified)} records hold no moves, so their outcomes "
+                           f"cannot be replayed; log the pass again with this version")
+    verification = verify_rows(logs.rows, boards.by_id)
+    changed = [key for key in SETTING if manifest["settings"][key] != info["settings"][key]]
+    if changed:
+        key = changed[0]
+        raise EntryRefused(f"{folder / MANIFEST}: setting {key} is {json.dumps(manifest['settings'][key])}, but "
+                           f"the entry was submitted with {json.dumps(info['settings'][key])}"
+                           + (f" ({len(changed) - 1} more changed)" if len(changed) > 1 else ""))
+    for name in (LOG, MANIFEST):
+        found = sha256_bytes((folder / name).read_bytes())
+        if found != info["sha256"][name]:
+            raise EntryRefused(f"{folder / name}: changed since it was submitted (SHA-256 {found[:12]}…, "
+                               f"{ENTRY} records {info['sha256'][name][:12]}…)")
+    return Entry(folder.name, info, manifest, groups[0], verification)
+
+
+def entry_folders(results: Path) -> list[Path]:
+    """The entry folders of ``results``, in name order."""
+    if not results.is_dir():
+        raise DataError(f"{results}: no such folder; give the results folder of a clone (results/)")
+    return sorted(path for path in results.iterdir() if path.is_dir() and not path.name.startswith("."))
+
+
+def _success(won: np.ndarray) -> dict:
+    wins, boards = int(won.sum()), len(won)
+    return {"wins": wins, "boards": boards, "success": wins / boards, "ci95": list(exact_interval(wins, boards))}
+
+
+def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict:
+    """Every entry of ``results`` verified; the refused ones named, the rest ranked (see the
+    module docstring)."""
+    folders = entry_folders(results)
+    boards = BoardSet.load(validation, [folder / LOG for folder in folders])
+    entries, refused = [], []
+    for folder in folders:
+        try:
+            entries.append(load_entry(folder, boards))
+        except (DataError, ChecksumError, PathError) as err:
+            refused.append({"entry": folder.name, "reason": str(err)})
+    entries.sort(key=lambda e: (-int(e.group.won.sum()), e.name))
+    rows = [{
+        "entry": e.name, **{key: e.info[key] for key in (*TEXT_KEYS, "date")},
+        **_success(e.group.won),
+        "by_stratum": {label: _success(e.group.won[boards.strata == label])
+                       for label, _, _ in STRATA if np.any(boards.strata == label)},
+        "mean_return": float(np.mean(e.group.returns)),
+        "replayed": e.verification.verified,
+        "returns_replayed": not e.verification.returns_unchecked,
+    } for e in entries]
+    if entries:
+        best = entries[0]
+        tables = [PairedTable.of(best.group.won, e.group.won) for e in entries[1:]]
+        p_values = [sign_test_p(t.a_only, t.b_only) for t in tables]
+        for row, table, p, adjusted in zip(rows[1:], tables, p_values, holm_adjusted(p_values)):
+            row["vs_best"] = {"best_only": table.a_only, "entry_only": table.b_only, "p_value": p,
+                              "p_holm": adjusted, "indistinguishable": adjusted >= ALPHA}
+        rows[0]["vs_best"] = None
+    return {
+        "results": str(results),
+        "evaluation_sha256": boards.sha256,
+        "interval": "exact (Clopper-Pearson) 95% interval",
+        "test": (f"McNemar's exact test against the best entry on the {len(boards.task_ids)} shared boards, "
+                 f"Holm-corrected over {max(len(entries) - 1, 0)} comparisons; indistinguishable: corrected "
+                 f"p >= {ALPHA}"),
+        "entries": rows,
+        "settings_differ": settings_differences(entries),
+        "refused": refused,
+    }
+
+
+def settings_differences(entries: list[Entry]) -> list[dict]:
+    """Every controlled setting whose value is not the same in all ``entries``, with each one's value."""
+    differences = []
+    for key in SETTING:
+        values = {e.name: e.manifest["settings"][key] for e in entries}
+        if len({json.dumps(value) for value in values.values()}) > 1:
+            differences.append({"key": key, "values": values})
+    return differences
+
+
+def rate(entry: dict) -> str:
+    """``success [low, high]`` of an entry or stratum, in percent."""
+    low, high = entry["ci95"]
+    return f"{entry['success']:.1%} [{low:.1%}, {high:.1%}]"
+
+
+def verdict(row: dict) -> str:
+    """How an entry stands against the best: ``best``, ``≈ best`` or ``below best``, with the corrected p."""
+    versus = row["vs_best"]
+    if versus is None:
+        return "best"
+    return f"{'≈ best' if versus['indistinguishable'] else 'below best'} (p={versus['p_holm']:.2g})"
+
+
+def render(report: dict) -> str:
+    """The readable form of a :func:`leaderboard` report."""
+    from .score import table
+
+    lines = [f"REFUSED {refusal['entry']}: {refusal['reason']}" for refusal in report["refused"]]
+    rows = report["entries"]
+    if not rows:
+        return "\n".join(lines + ["No entry passed its checks."])
+    strata = list(rows[0]["by_stratum"])
+    header = ["rank", "entry", "model", "method", "success [95% exact]", *[f"{s} actions" for s in strata],
+              "vs best (Holm)"]
+    body = [[str(i), r["entry"], r["model"], r["method"], rate(r),
+             *[f"{r['by_stratum'][s]['wins']}/{r['by_stratum'][s]['boards']}" for s in strata], verdict(r)]
+            for i, r in enumerate(rows, start=1)]
+    lines += [*([""] if lines else []),
+              f"{len(rows)} entries verified (every episode replayed from its moves) on evaluation.jsonl "
+              f"{report['evaluation_sha256'][:12]}…; success with its {report['interval']}; {report['test']}.",
+              "", table([header] + body)]
+    lines += ["", "Settings that differ between entries:" if report["settings_differ"] else
+              "Every controlled setting is the same in all entries."]
+    for difference in report["settings_differ"]:
+        values = ", ".join(f"{name} {json.dumps(value)}" for name, value in difference["values"].items())
+        lines.append(f"  {difference['key']}: {values}")
+    return "\n".join(lines)
+
+
+def _chosen_pass(log: Path, run: str | None, update: int | None) -> tuple[bytes, str]:
+    """The lines of ``log``'s one validation pass (chosen by ``run`` and ``update`` when it holds
+    several), and its method."""
+    records = read_episodes(log)
+    keys = sorted({(r.method, r.run, r.update) for r in records if r.phase == "validation"})
+    chosen = [key for key in keys if (run is None or key[1] == run) and (update is None or key[2] == update)]
+    if len(chosen) != 1:
+        listed = ", ".join(f"--run {k[1]} --update {k[2]}" for k in keys) or "none"
+        raise DataError(f"{log}: {'no' if not chosen else len(chosen)} validation passes match; choose one "
+                        f"({listed})")
+    lines = [r.to_line() + "\n" for r in records if r.phase == "validation" and (r.method, r.run, r.update)
+             == chosen[0]]
+    return "".join(lines).encode("utf-8"), chosen[0][0]
+
+
+def add_entry(results: Path, name: str, log: Path, model: str, submitted_by: str, link: str, day: str,
+              notes: str | None = None, run: str | None = None, update: int | None = None,
+              validation: Path | None = None) -> Path:
+    """Write ``results/name`` from one pass of ``log`` and its manifest, after checking it as
+    :func:`leaderboard` will; nothing is left behind if a check fails."""
+    if not _NAME.fullmatch(name):
+        raise DataError(f"entry name {name!r}: use lower-case letters, digits, '.', '_' and '-'")
+    folder = results / name
+    if folder.exists():
+        raise DataError(f"{folder}: exists already; choose another name")
+    lines, method = _chosen_pass(log, run, update)
+    manifest_bytes = read_bounded(manifest_path(log), 1 << 20, "run manifest")
+    read_manifest(manifest_path(log))
+    results.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=results))
+    try:
+        (staging / LOG).write_bytes(lines)
+        (staging / MANIFEST).write_bytes(manifest_bytes)
+        (staging / ENTRY).write_bytes(entry_document(model, method, submitted_by, link, day, lines, manifest_bytes,
+                                                     notes))
+        load_entry(staging, BoardSet.load(validation, [log]))
+        staging.rename(folder)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sokoban_tools leaderboard",
+                                     description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 2)[2])
+    parser.add_argument("results", nargs="?", type=Path, default=RESULTS, help="the results folder (default results/)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--evaluation", type=Path, default=None, help="a local copy of fairness/evaluation.jsonl")
+    adding = parser.add_argument_group("adding an entry")
+    adding.add_argument("--add", metavar="NAME", help="write results/NAME from --log (checked first)")
+    adding.add_argument("--log", type=Path, help="the episode log, its run manifest beside it")
+    adding.add_argument("--model", help="the model evaluated (a Hub id, or 'none' for a scripted policy)")
+    adding.add_argument("--submitted-by", help="who submits the entry")
+    adding.add_argument("--link", help="where to read about the method (a paper, a repository, a page)")
+    adding.add_argument("--date", default=None, help="YYYY-MM-DD (default: today)")
+    adding.add_argument("--notes", default=None, help="a short note shown with the entry")
+    adding.add_argument("--run", default=None, help="the run of the pass, when the log holds several")
+    adding.add_argument("--update", type=int, default=None, help="the update of the pass, when the log holds several")
+    args = parser.parse_args(argv)
+    try:
+        if args.add:
+            missing = [f"--{key.replace('_', '-')}" for key in ("log", "model", "submitted_by", "link")
+                       if getattr(args, key) is None]
+            if missing:
+                parser.error(f"--add needs {', '.join(missing)}")
+            folder = add_entry(args.results, args.add, args.log, args.model, args.submitted_by, args.link,
+                               args.date or date.today().isoformat(), args.notes, args.run, args.update,
+                               args.evaluation)
+            print(f"wrote {folder}: {LOG}, {MANIFEST} and {ENTRY}; it passes every check of the leaderboard")
+            return 0
+        report = leaderboard(args.results, args.evaluation)
+    except (DataError, ChecksumError, PathError, BoardsNotFound) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:
+        print(f"error: {err.filename}: {err.strerror}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 1 if report["refused"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

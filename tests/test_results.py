@@ -1,0 +1,149 @@
+"""The results table: every committed entry passes the leaderboard's checks, and each hand edit
+of an entry (a won flipped, a record dropped, a board swapped, a manifest setting changed) is
+refused with a message naming it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from sokoban_tools.evaluation import leaderboard
+from sokoban_tools.evaluation.leaderboard import ENTRY, LOG, MANIFEST, EntryRefused, add_entry, load_entry
+from sokoban_tools.evaluation.scoring import BoardSet
+from sokoban_tools.evaluation.stats import exact_interval, holm_adjusted
+from sokoban_tools.records.rows import DataError
+
+RESULTS = REPO / "results"
+ENTRIES = sorted(path.name for path in RESULTS.iterdir() if path.is_dir() and not path.name.startswith("."))
+
+
+@pytest.fixture(scope="module")
+def boards():
+    return BoardSet.load(REPO / "fairness" / "evaluation.jsonl")
+
+
+@pytest.mark.parametrize("name", ENTRIES)
+def test_every_committed_entry_passes_every_check_of_the_leaderboard(name, boards):
+    entry = load_entry(RESULTS / name, boards)  # raises, naming the entry and why, on any failure
+    assert entry.verification.verified == len(boards.task_ids) and entry.verification.unverified == 0
+
+
+def test_the_leaderboard_ranks_the_committed_entries_and_refuses_none(capsys):
+    assert leaderboard.main([str(RESULTS)]) == 0
+    out = capsys.readouterr().out
+    assert "REFUSED" not in out and all(name in out for name in ENTRIES)
+    report = leaderboard.leaderboard(RESULTS, REPO / "fairness" / "evaluation.jsonl")
+    names = [row["entry"] for row in report["entries"]]
+    assert names[0] == "optimal" and report["entries"][0]["success"] == 1.0 and report["entries"][0]["vs_best"] is None
+    successes = [row["success"] for row in report["entries"]]
+    assert successes == sorted(successes, reverse=True)
+    random = next(row for row in report["entries"] if row["entry"] == "random-policy")
+    assert random["vs_best"]["p_holm"] < 1e-10 and not random["vs_best"]["indistinguishable"]
+    low, high = random["ci95"]  # the random policy's exact expectation lies in its exact interval
+    expected = json.loads((REPO / "fairness" / "baselines.json").read_text())
+    assert low <= expected["splits"]["validation"]["overall"]["moves_1_4"]["success"]["float"] <= high
+    assert {d["key"] for d in report["settings_differ"]} >= {"evaluation.before_training"}
+
+
+def tampered(tmp_path: Path, edit) -> Path:
+    """A copy of the results folder whose ``random-policy`` entry ``edit`` changed by hand."""
+    copy = tmp_path / "results"
+    shutil.copytree(RESULTS, copy, ignore=shutil.ignore_patterns(".*"))
+    edit(copy / "random-policy")
+    return copy
+
+
+def _lines(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / LOG).read_text().splitlines()]
+
+
+def _write(folder: Path, rows: list[dict]) -> None:
+    (folder / LOG).write_text("".join(json.dumps(row, separators=(",", ":")) + "\n" for row in rows))
+
+
+def flip_won(folder: Path) -> None:
+    rows = _lines(folder)
+    lost = next(i for i, row in enumerate(rows) if not row["won"])
+    rows[lost]["won"] = True
+    _write(folder, rows)
+
+
+def drop_record(folder: Path) -> None:
+    _write(folder, _lines(folder)[:-1])
+
+
+def swap_boards(folder: Path) -> None:
+    """Two records exchange their boards: the pass stays complete, the claims do not."""
+    rows = _lines(folder)
+    won, lost = next(i for i, r in enumerate(rows) if r["won"]), next(i for i, r in enumerate(rows) if not r["won"])
+    rows[won]["task_id"], rows[lost]["task_id"] = rows[lost]["task_id"], rows[won]["task_id"]
+    _write(folder, rows)
+
+
+def change_setting(folder: Path) -> None:
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["settings"]["decoding.validation.temperature"] = 0.0
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def relabel_run(folder: Path) -> None:
+    _write(folder, [{**row, "run": "seed-9"} for row in _lines(folder)])
+
+
+@pytest.mark.parametrize("edit, named", [
+    (flip_won, r"random-policy/episodes\.jsonl:\d+: the record says won=true, .* gives won=false"),
+    (drop_record, r"random-policy/episodes\.jsonl:1: an incomplete validation pass: .* misses 1 of the 256 "
+                  r"validation boards \(eval-\d+\)"),
+    (swap_boards, r"random-policy/episodes\.jsonl:\d+: the record says won=\w+, .* on board eval-\d+ gives"),
+    (change_setting, r"random-policy/episodes\.jsonl\.manifest\.json: setting decoding\.validation\.temperature "
+                     r"is 0\.0, but the entry was submitted with null"),
+    (relabel_run, r"random-policy/episodes\.jsonl: changed since it was submitted"),
+])
+def test_an_entry_edited_by_hand_is_refused_naming_the_change_and_the_rest_are_ranked(tmp_path, capsys, edit, named):
+    results = tampered(tmp_path, edit)
+    assert leaderboard.main([str(results)]) == 1
+    out = capsys.readouterr().out
+    [refusal] = [line for line in out.splitlines() if line.startswith("REFUSED")]
+    assert refusal.startswith("REFUSED random-policy: ")
+    assert re.search(named, refusal), refusal
+    assert "optimal" in out and "path-follower" in out  # the others are still ranked
+
+
+def test_add_writes_an_entry_the_leaderboard_accepts_and_refuses_a_bad_log_leaving_nothing(tmp_path, capsys):
+    results = tmp_path / "results"
+    log = REPO / "examples" / "episodes" / "path-follower.jsonl"
+    with pytest.raises(DataError, match="validation passes match; choose one"):
+        add_entry(results, "follower", log, "none", "tests", "docs/results.md", "2026-12-02")
+    folder = add_entry(results, "follower", log, "none", "tests", "docs/results.md", "2026-12-02",
+                       run="seed-1", update=10)
+    assert sorted(path.name for path in folder.iterdir()) == sorted([LOG, MANIFEST, ENTRY])
+    assert leaderboard.main([str(results)]) == 0
+    damaged = tmp_path / "damaged.jsonl"
+    rows = _lines(folder)
+    rows[0]["won"] = not rows[0]["won"]
+    damaged.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    shutil.copy(folder / MANIFEST, tmp_path / (damaged.name + ".manifest.json"))
+    with pytest.raises(DataError, match="the record says"):
+        add_entry(results, "damaged", damaged, "none", "tests", "docs/results.md", "2026-12-02")
+    assert sorted(path.name for path in results.iterdir()) == ["follower"]  # nothing left behind
+
+
+def test_an_entry_file_with_a_missing_or_wrong_key_is_refused_by_name(tmp_path, boards):
+    results = tampered(tmp_path, lambda folder: None)
+    info = json.loads((results / "optimal" / ENTRY).read_text())
+    del info["link"]
+    (results / "optimal" / ENTRY).write_text(json.dumps(info))
+    with pytest.raises(EntryRefused, match=r"missing \['link'\]"):
+        load_entry(results / "optimal", boards)
+
+
+def test_exact_interval_and_holm_correction_match_their_definitions():
+    assert exact_interval(0, 10)[0] == 0.0 and exact_interval(0, 10)[1] == pytest.approx(0.30849710)
+    assert exact_interval(5, 10) == pytest.approx((0.18708603, 0.81291397))
+    assert exact_interval(10, 10) == pytest.approx((0.69150289, 1.0))
+    assert holm_adjusted([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
