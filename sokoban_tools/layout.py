@@ -63,6 +63,7 @@ REPLAY_IMAGE = f"{IMAGES_FOLDER}/replay.png"
 LENGTHS_IMAGE = f"{IMAGES_FOLDER}/solution-lengths.png"
 BASELINES_IMAGE = f"{IMAGES_FOLDER}/random-policy-success.png"
 LEARNING_CURVES_IMAGE = f"{IMAGES_FOLDER}/learning-curves.png"
+LAST_UPDATE_IMAGE = f"{IMAGES_FOLDER}/comparison-last-update.png"  # the worked example's last update, per stratum
 RESULTS_IMAGE = f"{IMAGES_FOLDER}/results.png"
 # The pages the card links for what a visitor reads after it, each written from a card template of the same name.
 DOCS_FOLDER = "docs"

@@ -9,6 +9,7 @@ environment, is the quick start (tests/test_quickstart.py) and tests/test_evalua
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -85,3 +86,38 @@ def test_demo_model__a_taken_port_is_named_in_one_line():
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "--port 0" in done.stderr
+
+
+def test_evaluating_page__lists_every_policy_and_its_answer_example_is_read_as_it_says():
+    page = (REPO / "docs" / "evaluating.md").read_text(encoding="utf-8")
+    section = page.split("## Without a GPU: the demo model", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^\| `([a-z-]+)`", section, re.M)[1:] == list(POLICIES)  # after the header row
+    answers = page.split("## The answer format", 1)[1].split("\n## ", 1)[0]
+    example = re.search(r"for example `([^`]+)`", answers).group(1)
+    assert project_answer(example) == (4, True)  # right, valid
+    assert example.endswith("<action>right</action>")
+
+
+@pytest.mark.slow
+def test_evaluating_page__the_demo_route_runs_as_written_without_a_key(tmp_path):
+    """The page's two blocks, the server in one process as "a second terminal", its 8000 a free port."""
+    page = (REPO / "docs" / "evaluating.md").read_text(encoding="utf-8")
+    section = page.split("## Without a GPU: the demo model", 1)[1].split("\n## ", 1)[0]
+    serve, run = (block.strip() for block in re.findall(r"```bash\n(.*?)```", section, re.S))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI", "PYTHONPATH"))}
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    server = subprocess.Popen(["bash", "-c", serve.replace("8000", port)], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "serving at" in server.stdout.readline()
+        done = subprocess.run(["bash", "-c", "set -e\n" + run.replace("8000", port)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=900)
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # score's row: the shortest policy solves every board
+    assert re.search(r"^sokoban-demo +seed0 +0 +256/256 100\.0%", done.stdout, re.M), done.stdout

@@ -305,7 +305,7 @@ def test_cost_entries_are_shown_per_method_and_entry_and_never_change_success(tm
     add_costs(a, {"gen": ("GPU-seconds", 1e9)})
     assert compare.main(["--a", str(a), "--b", str(b)]) == 0
     text = capsys.readouterr().out
-    assert re.search(r"gen +GPU-seconds +1e\+09 \(1e\+09 a run\) +—", text)
+    assert re.search(r"gen +GPU-seconds +1,000,000,000 \(1,000,000,000 a run\) +—", text)
     assert np.isclose(without["updates"][1]["success_a"], (60 + 50) / 256)
 
 

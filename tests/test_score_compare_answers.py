@@ -253,3 +253,12 @@ def test_compare__plots_a_single_update_and_curves_with_the_floor_as_pictures(tm
     curves = compare.compare([REPO / "examples" / "episodes" / "path-follower.jsonl"],
                              [REPO / "examples" / "episodes" / "random.jsonl"])
     assert compare.learning_curves(curves) == (REPO / "images" / "learning-curves.png").read_bytes()
+
+
+def test_compare__plot_of_the_worked_examples_last_update_is_the_committed_forest_plot(tmp_path, capsys):
+    episodes = REPO / "examples" / "episodes"
+    plot = tmp_path / "last.png"
+    assert compare.main(["--a", str(episodes / "path-follower.jsonl"), "--b", str(episodes / "random.jsonl"),
+                         "--updates", "15", "--plot", str(plot)]) == 0
+    assert "15      9-14 actions  15" in capsys.readouterr().out
+    assert plot.read_bytes() == (REPO / "images" / "comparison-last-update.png").read_bytes()

@@ -32,7 +32,7 @@ from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                        DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
-                       LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, RESULTS_FOLDER,
+                       LAST_UPDATE_IMAGE, LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, RESULTS_FOLDER,
                        RESULTS_IMAGE, ROOT,
                        RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
                        SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
@@ -477,8 +477,8 @@ def _citation(repo: Path) -> str:
 def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
     return [repo / name for name in (PINS, CARD, *DOC_PAGES, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
-                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, RESULTS_IMAGE,
-                                     *IMAGE_TABLES.values())]
+                                     LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, LAST_UPDATE_IMAGE,
+                                     RESULTS_IMAGE, *IMAGE_TABLES.values())]
 
 
 def _template(name: str, values: dict[str, object]) -> str:
@@ -532,6 +532,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         length_histogram(histograms),
         success_picture,
         compare.learning_curves(example),
+        compare.learning_curves({**example, "updates": example["updates"][-1:]}),  # a forest plot
         results_chart,
         *parquet.values(),
     )))
