@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 
 import pytest
 
+from conftest import REPO
 from sokoban_tools.evaluation.replay import check_record, replay, rewards_replayable, verify_log
 from sokoban_tools.pipeline.example_policies import example_manifest
 from sokoban_tools.records.episodes import EpisodeRecord, episode_writer, moves_of
@@ -93,3 +95,25 @@ def test_verify_log_counts_records_without_moves_as_unverified_and_uses_the_mani
     found = verify_log(log)
     assert (found.verified, found.unverified) == (10, 1) and "UNVERIFIED" in found.describe()
 
+
+
+def test_score_verify_and_compare_replay_every_episode_and_refuse_a_contradicted_record(tmp_path, capsys):
+    from sokoban_tools.evaluation import compare, score
+
+    entry = REPO / "results" / "random-policy"
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    lines = (entry / "episodes.jsonl").read_text().splitlines(keepends=True)
+    good.write_text("".join(lines))
+    lost = next(i for i, line in enumerate(lines) if '"won":false' in line)
+    bad.write_text("".join(lines[:lost] + [lines[lost].replace('"won":false', '"won":true')] + lines[lost + 1:]))
+    for log in (good, bad):
+        shutil.copyfile(entry / "episodes.jsonl.manifest.json", tmp_path / f"{log.name}.manifest.json")
+    assert score.score([good], verify=True)["verification"] == {"verified": 256, "unverified": 0,
+                                                                "returns_unchecked": []}
+    assert score.main([str(bad), "--verify"]) == 1
+    err = capsys.readouterr().err
+    assert f"bad.jsonl:{lost + 1}: the record says won=true" in err and "gives won=false" in err
+    assert score.main([str(bad)]) == 0  # without --verify the claim is scored as it stands
+    capsys.readouterr()
+    assert compare.main(["--a", str(good), "--b", str(bad), "--method-b", "random", "--no-manifest"]) == 1
+    assert f"bad.jsonl:{lost + 1}: the record says won=true" in capsys.readouterr().err

@@ -147,3 +147,20 @@ def test_exact_interval_and_holm_correction_match_their_definitions():
     assert exact_interval(5, 10) == pytest.approx((0.18708603, 0.81291397))
     assert exact_interval(10, 10) == pytest.approx((0.69150289, 1.0))
     assert holm_adjusted([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+
+
+def test_an_entry_under_another_reward_scheme_is_ranked_with_its_returns_marked_not_replayed(tmp_path, capsys):
+    def resubmit_with_vagens_rewards(folder: Path) -> None:
+        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest["settings"].update({"reward.step": 0.1, "reward.box_on_target": 0.0, "reward.solved": 1.0})
+        (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        info = json.loads((folder / ENTRY).read_text())
+        (folder / ENTRY).write_bytes(leaderboard.entry_document(
+            info["model"], info["method"], info["submitted_by"], info["link"], info["date"],
+            (folder / LOG).read_bytes(), (folder / MANIFEST).read_bytes()))
+
+    results = tampered(tmp_path, resubmit_with_vagens_rewards)
+    assert leaderboard.main([str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "Returns not replayed (the manifest declares another reward scheme" in out and "random-policy." in out
+    assert "reward.step: optimal -0.1, path-follower -0.1, random-policy 0.1" in out

@@ -253,9 +253,14 @@ def render(report: dict) -> str:
              *[f"{r['by_stratum'][s]['wins']}/{r['by_stratum'][s]['boards']}" for s in strata], verdict(r)]
             for i, r in enumerate(rows, start=1)]
     lines += [*([""] if lines else []),
-              f"{len(rows)} entries verified (every episode replayed from its moves) on evaluation.jsonl "
+              f"{len(rows)} {'entry' if len(rows) == 1 else 'entries'} verified (every episode replayed from its "
+              f"moves) on evaluation.jsonl "
               f"{report['evaluation_sha256'][:12]}…; success with its {report['interval']}; {report['test']}.",
               "", table([header] + body)]
+    unchecked = [r["entry"] for r in rows if not r["returns_replayed"]]
+    if unchecked:
+        lines += ["", f"Returns not replayed (the manifest declares another reward scheme than the runtime's; "
+                      f"outcome and actions were): {', '.join(unchecked)}."]
     lines += ["", "Settings that differ between entries:" if report["settings_differ"] else
               "Every controlled setting is the same in all entries."]
     for difference in report["settings_differ"]:

@@ -374,11 +374,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m sokoban_tools demo-model",
         description="Serve a demo model on 127.0.0.1 through an OpenAI-compatible API, to try evaluate without a "
-                    "GPU. It reads the board from the image and answers in the format verl-agent's projection "
-                    "reads: <think>...</think><action>up</action>.")
+                    "GPU. It reads the board from the image (a text turn's grid) and answers in the format "
+                    "verl-agent's projection reads, <think>...</think><action>up</action>, or in VAGEN's reply "
+                    "format to VAGEN's requests.")
     parser.add_argument("--policy", choices=list(POLICIES), default="random",
-                        help="how it answers: random (a uniform move; scores the exact random floor of "
-                             "fairness/baselines.json), shortest (solves every board), bad-answers (text the "
+                        help="how it answers: random (a uniform move; its success estimates the exact random "
+                             "floor of fairness/baselines.json), shortest (solves every board), bad-answers (text the "
                              "projection cannot read), mixed (mostly shortest, some wasted moves and bad answers); "
                              "default: random")
     parser.add_argument("--port", type=int, default=8000,
