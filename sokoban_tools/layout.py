@@ -68,7 +68,7 @@ RESULTS_IMAGE = f"{IMAGES_FOLDER}/results.png"
 # The pages the card links for what a visitor reads after it, each written from a card template of the same name.
 DOCS_FOLDER = "docs"
 DOC_PAGES = tuple(f"{DOCS_FOLDER}/{page}.md" for page in ("loading", "runtime", "scoring", "results", "evaluating",
-                                                          "vagen", "gymnasium", "statistics", "reproducing"))
+                                                          "vagen", "gymnasium", "gem", "statistics", "reproducing"))
 # The worked example: its scripts, linked from the docs pages, and the logs it scores.
 EXAMPLE = "examples/play_validation_board.py"
 RUNTIME_EXAMPLE = "examples/verl_agent_runtime.py"

@@ -131,8 +131,7 @@ class SokobanFairnessEnv(gymnasium.Env):
         unknown = [key for key in settings if key not in SETTING]
         if unknown:
             raise ValueError(f"settings: unknown keys {unknown}; use keys of sokoban_tools.records.manifest.SETTINGS")
-        own = {**environment_settings(), "image_processing.observation": "rgb_array",
-               "image_processing.history_length": 0, "action_horizon": self.max_steps}
+        own = self.played_settings()
         overridden = sorted(key for key in settings if key in own and settings[key] != own[key])
         if overridden:
             raise ValueError(f"settings: {overridden} are what this environment plays ({', '.join(f'{k}={own[k]!r}' for k in overridden)}), "
@@ -140,8 +139,20 @@ class SokobanFairnessEnv(gymnasium.Env):
         values = {key: None for key in SETTING}
         values.update(own)
         values.update(settings)
-        notes = {"trainer": "gymnasium", "env_id": ENV_ID, "actions": ACTIONS_NOTE}
-        return new_manifest(self.method, values, notes, trained=trained)
+        return new_manifest(self.method, values, self.manifest_notes(), trained=trained)
+
+    def played_settings(self) -> dict:
+        """The settings the environment itself plays (observation, history, horizon, rewards)."""
+        return {**environment_settings(), "image_processing.observation": "rgb_array",
+                "image_processing.history_length": 0, "action_horizon": self.max_steps}
+
+    def manifest_notes(self) -> dict:
+        return {"trainer": "gymnasium", "env_id": ENV_ID, "actions": ACTIONS_NOTE}
+
+    @property
+    def board(self):
+        """The current position (for wrappers that show it otherwise, as the GEM environment does)."""
+        return self._game.board
 
     @property
     def row(self) -> BoardRow:

