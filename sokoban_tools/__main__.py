@@ -140,8 +140,8 @@ USER_COMMANDS = (
     Command("compare", "compare two methods board by board with paired statistics", _compare, False),
     Command("leaderboard", "verify every results entry (replaying its episodes) and rank them with exact "
             "statistics; --add writes an entry", _leaderboard, False),
-    Command("evaluate", "play a served vision-language model on the validation boards as verl-agent's "
-            "validation does, and log it", _evaluate, False),
+    Command("evaluate", "play a served model, vision-language or text, on the validation boards as "
+            "verl-agent's validation does, and log it", _evaluate, False),
     Command("demo-model", "serve a demo model (random, shortest-path or bad answers) to evaluate without a GPU",
             _demo_model, False),
     Command("vagen", "evaluate with VAGEN's evaluator on the validation boards and log its episodes", _vagen, False),
