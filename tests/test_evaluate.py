@@ -108,6 +108,7 @@ def test_shortest_path_model_wins_all_256_boards_in_the_trainers_format(tmp_path
     assert manifest["costs"]["prompt_tokens"]["value"] > 0 and manifest["costs"]["wall_time"]["value"] > 0
     assert manifest["notes"]["server_kind"] == "loopback"
     assert manifest["notes"]["boards"] == "all 256 validation boards (the protocol)"
+    assert manifest["notes"]["protocol_settings"] == "verl-agent's validation settings"
     assert f"score {log}" in out
 
 
@@ -263,6 +264,24 @@ def test_malformed_answers_are_lost_episodes_and_a_subset_is_labelled_not_the_pr
     assert "not the protocol" in out and "NOT the protocol" in read_manifest(manifest_path(log))["notes"]["boards"]
     with pytest.raises(DataError, match="misses 250 of the 256"):
         score.score([log])
+
+
+def test_settings_cut_from_verl_agents_are_named_in_the_manifest_and_the_output(tmp_path, capsys):
+    cut = tmp_path / "cut.jsonl"
+    visual = tmp_path / "visual.jsonl"
+    with LoopbackServer(Script("bad-answers", keep=False)) as server:
+        code, out, err = evaluate(capsys, server.base_url, cut, "--boards", "2", "--mode", "tiny_rgb_array",
+                                  "--history-length", "0", "--max-tokens", "32")
+        assert code == 0, err
+        visual_code, visual_out, visual_err = evaluate(capsys, server.base_url, visual, "--boards", "1",
+                                                       "--history-length", "0")
+    differences = "data.max_response_length 32 (verl-agent: 512); env.history_length 0 (verl-agent: 2)"
+    assert read_manifest(manifest_path(cut))["notes"]["protocol_settings"] == (
+        f"NOT verl-agent's validation settings: {differences}")
+    assert differences in out
+    assert visual_code == 0, visual_err  # a visual prompt shows no history, whatever env.history_length says
+    assert read_manifest(manifest_path(visual))["notes"]["protocol_settings"] == "verl-agent's validation settings"
+    assert "not verl-agent's" not in visual_out
 
 
 def free_port() -> int:

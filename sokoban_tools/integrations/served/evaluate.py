@@ -184,12 +184,15 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
         "decoding.validation.n": 1,
     })
     subset = boards < VALIDATION_SIZE
+    differences = off_protocol(args, decoding)
     notes = {
         "evaluator": "python -m sokoban_tools evaluate: verl-agent's validation episode against a served model",
         "server_kind": server_kind,
         "base_url": public_url(args.base_url),
         "boards": (f"the first {boards} of the {VALIDATION_SIZE} validation boards: a quick look, NOT the protocol"
                    if subset else f"all {VALIDATION_SIZE} validation boards (the protocol)"),
+        "protocol_settings": ("verl-agent's validation settings" if not differences else
+                              "NOT verl-agent's validation settings: " + "; ".join(differences)),
         **turn_notes(args),
         "request_seed": f"seed {args.seed}: each request's seed is the first 31 bits of "
                         f"SHA-256('{args.seed}/<task_id>/<turn>')",
@@ -197,6 +200,22 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
     }
     train_digest = trained["data_sha256"].get(TRAIN_DATA) if trained is not None else None
     return new_manifest(args.method, settings, notes, trained=train_digest is not None)
+
+
+def off_protocol(args, decoding: Decoding) -> list[str]:
+    """Each played setting that is not verl-agent's validation one, with the launcher's value:
+    what the manifest says plainly when a run was cut to fit a slow server or a budget."""
+    played = {"env.max_steps": (args.max_steps, DEFAULT_MAX_STEPS),
+              "data.max_response_length": (decoding.max_tokens, LAUNCHER["response_length"]),
+              "data.max_prompt_length": (args.max_prompt_length, LAUNCHER["max_prompt_length"]),
+              "val_kwargs.do_sample": (decoding.do_sample, LAUNCHER["do_sample"])}
+    if decoding.do_sample:
+        played.update({"val_kwargs.temperature": (decoding.temperature, LAUNCHER["temperature"]),
+                       "val_kwargs.top_p": (decoding.top_p, LAUNCHER["top_p"]),
+                       "val_kwargs.top_k": (decoding.top_k, LAUNCHER["top_k"])})
+    if args.mode != VISUAL_MODE:  # a visual prompt shows no history whatever env.history_length is
+        played["env.history_length"] = (args.history_length, LAUNCHER["history_length"])
+    return [f"{key} {value} (verl-agent: {default})" for key, (value, default) in played.items() if value != default]
 
 
 def turn_notes(args) -> dict:
@@ -415,6 +434,9 @@ def evaluate(args, writer: EpisodeWriter) -> int:
               f"complete passes only")
     else:
         print(f"score it: python -m sokoban_tools score {args.log}")
+    differences = off_protocol(args, decoding)
+    if differences:
+        print(f"note: not verl-agent's validation settings: {'; '.join(differences)} (the manifest says so)")
     return 0
 
 
