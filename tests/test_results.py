@@ -95,6 +95,17 @@ def relabel_run(folder: Path) -> None:
     _write(folder, [{**row, "run": "seed-9"} for row in _lines(folder)])
 
 
+def break_manifest(folder: Path) -> None:
+    (folder / MANIFEST).write_text("{broken\n")
+
+
+def point_boards_elsewhere(folder: Path) -> None:
+    """The submitter's run read its boards from a folder of their own machine."""
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["boards"] = {"folder": "/home/someone/sokoban-fairness"}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
 @pytest.mark.parametrize("edit, named", [
     (flip_won, r"random-policy/episodes\.jsonl:\d+: the record says won=true, .* gives won=false"),
     (drop_record, r"random-policy/episodes\.jsonl:1: an incomplete validation pass: .* misses 1 of the 256 "
@@ -103,6 +114,8 @@ def relabel_run(folder: Path) -> None:
     (change_setting, r"random-policy/episodes\.jsonl\.manifest\.json: setting decoding\.validation\.temperature "
                      r"is 0\.0, but the entry was submitted with null"),
     (relabel_run, r"random-policy/episodes\.jsonl: changed since it was submitted"),
+    (break_manifest, r"random-policy/episodes\.jsonl\.manifest\.json: .*JSON"),
+    (point_boards_elsewhere, r"random-policy/episodes\.jsonl\.manifest\.json: changed since it was submitted"),
 ])
 def test_an_entry_edited_by_hand_is_refused_naming_the_change_and_the_rest_are_ranked(tmp_path, capsys, edit, named):
     results = tampered(tmp_path, edit)

@@ -176,7 +176,7 @@ def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict
     """Every entry of ``results`` verified; the refused ones named, the rest ranked (see the
     module docstring)."""
     folders = entry_folders(results)
-    boards = BoardSet.load(validation, [folder / LOG for folder in folders])
+    boards = BoardSet.load(validation)  # the published file, never where a submitted manifest points
     entries, refused = [], []
     for folder in folders:
         try:
