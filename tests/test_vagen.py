@@ -220,7 +220,7 @@ def test_vagens_evaluator_plays_every_board_once_the_shortest_path_player_wins_a
                                   f"experiment.dump_dir={tmp_path / 'rollouts'}"],
                                  cwd=tmp_path, env=subprocess_env(vagen), capture_output=True, text=True, timeout=60)
         assert refused.returncode == 1 and refusal in refused.stderr and "Traceback" not in refused.stderr
-        assert not (tmp_path / "edited.jsonl").exists()
+        assert not (tmp_path / "edited.jsonl").exists() and not manifest_path(tmp_path / "edited.jsonl").exists()
 
     # a metrics.json cut short is refused with advice that repairs it: following it, VAGEN plays that
     # board again (the same model on another port is the same owner) and the log takes all 256

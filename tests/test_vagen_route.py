@@ -100,3 +100,21 @@ def test_vagen_key__a_server_of_your_own_gets_a_placeholder_and_openais_api_asks
     assert key_override(given, "openai") == [] and key_override(own, "vllm") == []
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
     assert key_override(own, "openai") == []  # VAGEN's client reads the variable itself
+
+
+def test_vagen_secrets__the_kept_output_errors_and_owner_file_hold_no_key_or_password(tmp_path):
+    from sokoban_tools.integrations.vagen.cli import OWNER, claim_dump
+    from sokoban_tools.integrations.vagen.quiet import redacted
+
+    printed = ("=== Effective Config ===\nbackends:\n  openai:\n    model: demo\n    api_key: sk-live-0123\n"
+               "    azure_api_key: null\n    base_url: http://alice:hunter2@10.0.0.5:8000/v1\n")
+    kept = redacted(printed)
+    assert "sk-live-0123" not in kept and "hunter2" not in kept and "alice" not in kept
+    assert "api_key: <redacted>" in kept and "azure_api_key: null" in kept  # what is not a secret stays
+    assert "model: demo" in kept and "http://10.0.0.5:8000/v1" in kept
+    override = redacted("the overrides ['backends.openai.api_key=sk-live-0123', 'run.backend=openai'] do not compose")
+    assert "sk-live-0123" not in override and "'run.backend=openai'" in override
+    cfg = {"backends": {"openai": {"model": "demo", "base_url": "http://alice:hunter2@10.0.0.5:8000/v1"}}}
+    claim_dump(tmp_path, cfg, "openai", evaluating=True)
+    owner = (tmp_path / OWNER).read_text()
+    assert "hunter2" not in owner and "http://10.0.0.5:8000/v1" in owner

@@ -26,7 +26,8 @@ from ...records.episodes import episode_writer, read_episodes
 from ...records.manifest import write_manifest
 from ...records.rows import DataError
 from . import EVAL_CONFIG, register
-from .quiet import quietly
+from ..served.client import public_url
+from .quiet import quietly, redacted
 from .rollouts import fairness_spec, manifest_from_vagen_config, records_from_dump
 
 NO_VAGEN = ("VAGEN is not importable ({}): put the folder holding vagen/ (a VAGEN clone, or a copy of its files) "
@@ -56,7 +57,8 @@ def claim_dump(tag_dir: Path, cfg: dict, backend: str, evaluating: bool) -> None
     The owner is the backend and the model; the server's URL is recorded, not compared (the
     same model served again on another port resumes, as ``evaluate --resume`` does)."""
     settings = (cfg.get("backends") or {}).get(backend) or {}
-    owner = {"backend": backend, "model": settings.get("model"), "base_url": settings.get("base_url")}
+    url = settings.get("base_url")
+    owner = {"backend": backend, "model": settings.get("model"), "base_url": public_url(url) if url else url}
     path = tag_dir / OWNER
     if path.is_file():
         found = strict_json.loads(path.read_text(encoding="utf-8"))
@@ -121,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {NO_VAGEN.format(err)}", file=sys.stderr)
         return 1
     except Exception as err:  # OmegaConf's and YAML's own errors: a config or override that does not parse
-        print(f"error: {args.config} with the overrides {args.overrides} does not compose: "
-              f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}", file=sys.stderr)
+        print(redacted(f"error: {args.config} with the overrides {args.overrides} does not compose: "
+                       f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"), file=sys.stderr)
         return 1
     if dump_dir.resolve().is_relative_to(EVAL_CONFIG.parent.resolve()):
         print(f"error: experiment.dump_dir resolves to {dump_dir}, inside the installed package: VAGEN resolves a "
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         with episode_writer(args.episode_log) as writer:  # the log's lock, held until the records are in
             records = _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer, printed)
     except (ValueError, OSError) as err:  # DataError, ManifestError and LogInUse are among them
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {redacted(str(err))}", file=sys.stderr)
         return 1
     wins = sum(record.won for record in records)
     print(f"{len(records)} episodes ({wins} won) of {method!r} appended to {args.episode_log}; "
@@ -148,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer, printed: io.StringIO) -> list:
-    """Check the log, write the manifest, run VAGEN (``evaluate``) and append its records, under the log's lock."""
+    """Check the log, run VAGEN (``evaluate``), check its dump and append its records with the
+    manifest, under the log's lock; ``log`` writes nothing for a dump that fails a check."""
     key = (method, args.run, args.update)
     if args.episode_log.exists() and any((r.method, r.run, r.update) == key and r.phase == "validation"
                                          for r in read_episodes(args.episode_log)):
@@ -156,8 +159,8 @@ def _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer
                         f"{args.run!r} at update {args.update}; give another --run or another log")
     tag_dir = dump_dir / f"tag_{spec['tag_id']}"
     claim_dump(tag_dir, cfg, backend, args.action == "evaluate")
-    write_manifest(args.episode_log, manifest)
     if args.action == "evaluate":
+        write_manifest(args.episode_log, manifest)  # a mismatch is refused before VAGEN's long run, as a trainer's
         saved, sys.argv = sys.argv, ["vagen.evaluate.run_eval", "--config", str(args.config), *args.overrides]
         try:
             with quietly(printed, args.verbose, progress="VAGEN episodes"):
@@ -169,12 +172,14 @@ def _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer
             sys.argv = saved
             if not args.verbose:
                 dump_dir.mkdir(parents=True, exist_ok=True)
-                write_atomic(dump_dir / RUN_OUTPUT, printed.getvalue().encode("utf-8"))
+                write_atomic(dump_dir / RUN_OUTPUT, redacted(printed.getvalue()).encode("utf-8"))
     env = spec.get("config") or {}
     records = records_from_dump(tag_dir, method, args.run, args.update, env.get("fairness_boards"),
                                 env.get("fairness_revision"))
     if len(records) != VALIDATION_SIZE:
         raise DataError(f"{tag_dir}: holds {len(records)} of the {VALIDATION_SIZE} validation boards; "
                         f"evaluate them all (n_envs: {VALIDATION_SIZE} with the shipped seed_list)")
+    if args.action == "log":
+        write_manifest(args.episode_log, manifest)  # only once the dump has passed every check
     writer.append(records)
     return records

@@ -4,7 +4,7 @@ Importing VAGEN's Sokoban prints gym's notices and its registry's warnings, and 
 ``run_eval`` prints its whole effective config (the 256 seeds one per line), a line per
 rollout and a summary, and logs two INFO lines per job and one per HTTP request on the
 root logger. Inside :func:`quietly` all of that goes to a text stream (the command keeps
-it in a file beside VAGEN's dump); what is
+it in a file beside VAGEN's dump, :func:`redacted`: the config holds the API key); what is
 left on the terminal is a progress bar over VAGEN's pending jobs and the warnings and
 errors of its evaluator (its ``view_suite`` loggers). ``verbose`` leaves everything as
 VAGEN prints it.
@@ -14,13 +14,24 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from typing import TextIO
 
 from tqdm import tqdm
 
+from ..served.client import without_credentials
+
 EVALUATOR = "view_suite"  # the parent of run_eval's and runner's loggers (view_suite.run_eval, view_suite.runner)
+# a secret's value in VAGEN's printed config (``api_key: sk-...``) or in an override (``...api_key=sk-...``)
+_SECRET = re.compile(r"(?i)([\w.-]*(?:api_key|token|secret|password)[\w.-]*\s*[:=]\s*)(?!null\b)([^\s'\",\]]+)")
+
+
+def redacted(text: str) -> str:
+    """``text`` without secrets, as a file or a message may keep it: the value of every key,
+    token, secret or password setting, and the ``user:password@`` of every URL."""
+    return without_credentials(_SECRET.sub(r"\1<redacted>", text))
 
 
 class _Terminal(logging.Handler):
