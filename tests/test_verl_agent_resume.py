@@ -27,6 +27,7 @@ import pytest
 from sokoban_tools.evaluation.score import render, score
 from sokoban_tools.records.episodes import read_episodes, side_files
 from sokoban_tools.records.manifest import manifest_path, read_manifest
+from sokoban_tools.records.rows import DataError
 from test_verl_agent_patched_trainer import patched_copy, require
 
 pytestmark = pytest.mark.slow  # it runs the patched verl-agent, as the other such tests are marked
@@ -256,3 +257,21 @@ def test_a_restart_from_step_0_spends_from_zero_even_when_the_old_log_is_gone(tr
     assert read_manifest(manifest_path(log))["costs"]["gen"]["value"] == 4 * 1.0  # four steps, not eight
     [kept] = [p for p in log.parent.iterdir() if p.name.endswith(".restart.manifest.json")]
     assert json.loads(kept.read_text())["costs"]["gen"]["value"] == 4 * 1.0
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda row: {**row, "phase": "train"}, "phase"),
+    (lambda row: {**row, "update": "3"}, "update"),
+    (lambda row: {key: value for key, value in row.items() if key != "phase"}, "phase"),
+])
+def test_a_checkpoint_counting_a_log_with_a_malformed_line_names_the_file_line_and_fix(tmp_path, edit, named):
+    from sokoban_tools.integrations.verl_agent.resume import log_counts
+    from sokoban_tools.records.episodes import EpisodeRecord
+
+    good = EpisodeRecord("grpo", "r", "training", 1, "train-00000", False, 2, -0.2, None, "UL").to_line()
+    log = tmp_path / "log.jsonl"
+    log.write_text(good + "\n" + json.dumps(edit(json.loads(good))) + "\n")
+    with pytest.raises(DataError, match=rf"{log}:2: .*{named}.*; repair or remove that line"):
+        log_counts(log, 1)
+    log.write_text(good + "\n")
+    assert log_counts(log, 1) == {"training": 1, "validation": 0, "validation_at_step": 0}

@@ -67,7 +67,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from ..checks import problem
 from ..files import write_atomic
@@ -483,6 +483,22 @@ def _set_aside(path: Path | str, reason: str, keep=lambda record: False) -> SetA
     write_atomic(side, "".join(line + "\n" for line in moved + ([torn] if torn else [])).encode("utf-8"))
     write_atomic(path, "".join(line + "\n" for line in kept).encode("utf-8"))
     return SetAside(side, reason, len(moved), bool(torn))
+
+
+def iter_episodes(path: Path | str, fix: str) -> Iterator[EpisodeRecord]:
+    """The rows of the log at ``path``, checked one line at a time as :func:`read_episodes`
+    checks them, keeping none: for a reader of a long run's whole log (a checkpoint counting
+    it). ``fix`` ends the message of a bad line."""
+    path = Path(path)
+    with open(path, "rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            if not raw.endswith(b"\n"):
+                raise DataError(f"{path}:{number}: the last line has no newline (an interrupted write); {fix}")
+            try:
+                line = raw[:-1].decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataError(f"{path}:{number}: cannot be read as UTF-8 text ({err}); {fix}") from None
+            yield _checked_row(line, f"{path}:{number}", fix)
 
 
 def read_episodes(path: Path | str) -> list[EpisodeRecord]:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 from sokoban_published import PUBLISHED_FILES, RELEASE
 
@@ -49,7 +49,7 @@ from ...files import json_document, write_atomic
 from ...layout import TRAIN_DATA
 from ...paths import PathError, read_bounded
 from ...records import strict_json
-from ...records.episodes import episode_writer, next_aside_number
+from ...records.episodes import EpisodeRecord, episode_writer, iter_episodes, next_aside_number
 from ...records.rows import DataError
 from ...records.manifest import ManifestError, check_fits, manifest_path, merge_costs, read_manifest
 
@@ -196,35 +196,22 @@ def restore_checkpoint_state(envs, folder: Path | str) -> None:
 LOG_COUNTS = ("training", "validation", "validation_at_step")
 
 
-class _Entry(NamedTuple):
-    """A log line's phase and update: all the counts need."""
-
-    phase: str
-    update: int
+LOG_FIX = "repair or remove that line, or move the log away and start the run again"
 
 
-def _entries(log: Path) -> Iterator[_Entry]:
-    """The log's records, one line at a time: a checkpoint of a long run reads its whole log,
-    and keeps none of it (the driver's memory does not grow with the updates)."""
-    if not log.exists():
-        return
-    with open(log, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            try:
-                row = strict_json.loads(line)
-                yield _Entry(row["phase"], row["update"])
-            except (ValueError, TypeError, KeyError) as err:
-                raise DataError(f"{log}:{number}: not an episode record ({err!r}); repair or remove that line, "
-                                f"or move the log away and start the run again") from None
+def _records(log: Path) -> Iterator[EpisodeRecord]:
+    """The log's records one line at a time, checked: a checkpoint of a long run reads its whole
+    log and keeps none of it (the driver's memory does not grow with the updates)."""
+    return iter_episodes(log, LOG_FIX) if log.exists() else iter(())
 
 
 def log_counts(log: Path, step: int) -> dict:
     """What the log holds when the checkpoint of ``step`` is saved: its training and validation
     records, and the validation records of ``step`` itself (which a resume may play again)."""
     counts = dict.fromkeys(LOG_COUNTS, 0)
-    for entry in _entries(log):
-        counts[entry.phase] += 1
-        counts["validation_at_step"] += entry.phase == "validation" and entry.update == step
+    for record in _records(log):
+        counts[record.phase] += 1
+        counts["validation_at_step"] += record.phase == "validation" and record.update == step
     return counts
 
 
@@ -234,7 +221,7 @@ def _check_log_holds(run: FairRun, step: int, keep, revalidates: bool) -> None:
     when the run ``revalidates``): before anything moves."""
     counts = run.restored_log
     expected = counts["training"] + counts["validation"] - (counts["validation_at_step"] if revalidates else 0)
-    kept = sum(1 for entry in _entries(run.log) if keep(entry))
+    kept = sum(1 for record in _records(run.log) if keep(record))
     if kept != expected:
         state = f"global_step_{step}/{STATE_NAME}"
         raise ResumedLogError(
