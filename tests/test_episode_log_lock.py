@@ -103,6 +103,18 @@ def test_evaluate_on_a_log_another_process_writes_is_refused_before_the_server_i
     assert not log.exists() and not manifest_path(log).exists()
 
 
+def test_quickstart_on_a_log_another_process_writes_is_refused_and_deletes_none_of_its_records(held, capsys):
+    from sokoban_tools.integrations.served.quickstart import main as quickstart_main
+
+    log, holder = held
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(record().to_line() + "\n")  # what the holder wrote so far
+    assert quickstart_main(["--log", str(log)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and f"pid {holder.pid}" in err and str(log) in err, err
+    assert read_episodes(log) == [record()]
+
+
 def test_gymnasium_and_the_verl_agent_hooks_on_a_log_another_process_writes_are_refused_at_start(held):
     import gymnasium
 

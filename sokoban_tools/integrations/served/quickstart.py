@@ -20,6 +20,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from ...records.episodes import LogInUse, episode_writer
 from ...records.manifest import manifest_path
 from .demo_model import DEMO_MODEL, POLICIES, LoopbackServer, Script
 
@@ -41,15 +42,21 @@ def main(argv: list[str] | None = None) -> int:
     from ...evaluation import score
     from . import evaluate
 
-    for old in (args.log, manifest_path(args.log)):
-        if old.is_file():
-            old.unlink()  # the quick start's own log, from an earlier run
-    with LoopbackServer(Script(args.policy, keep=False)) as server:
-        port = server.base_url.split(":")[-1].split("/")[0]
-        _say("demo-model", ["--policy", args.policy, "--port", port], "   # here in this process, until evaluate ends")
-        options = ["--base-url", server.base_url, "--model", DEMO_MODEL, "--log", str(args.log)]
-        _say("evaluate", options)
-        code = evaluate.main(options)
+    try:
+        with episode_writer(args.log):  # the log's lock first: another process may be writing that log
+            for old in (args.log, manifest_path(args.log)):
+                if old.is_file():
+                    old.unlink()  # the quick start's own log, from an earlier run
+            with LoopbackServer(Script(args.policy, keep=False)) as server:
+                port = str(server.server.server_address[1])
+                _say("demo-model", ["--policy", args.policy, "--port", port],
+                     "   # here in this process, until evaluate ends")
+                options = ["--base-url", server.base_url, "--model", DEMO_MODEL, "--log", str(args.log)]
+                _say("evaluate", options)
+                code = evaluate.main(options)  # the same writer: this process holds the lock
+    except (LogInUse, ValueError) as err:  # another process writes the log; a path that is no place for one
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     if code:
         return code
     _say("score", [str(args.log)])
