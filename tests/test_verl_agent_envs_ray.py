@@ -438,7 +438,7 @@ def test_ray__an_actor_whose_restart_never_ends_is_lost_after_the_time_bound(ray
         message = str(failed.value)
         assert "environments [2, 3] are lost" in message and "did not answer within 5 s" in message
         assert f"2: {lost[0]}" in message and f"3: {lost[1]}" in message
-        assert 4 < waited < 60
+        assert 4.9 < waited < 60  # the whole bound was waited (Ray's own timeout may end a hair early)
     finally:
         envs.close()
 

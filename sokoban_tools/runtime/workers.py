@@ -299,9 +299,10 @@ class RayWorkers(Workers):
                                       f"{error.cause!r}") from error.cause
                 rebuild = True
                 continue  # restarted and answering: rebuild now
-            if time.monotonic() + pause > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise self._timed_out(indices, cause)
-            time.sleep(pause)
+            time.sleep(min(pause, left))  # the whole bound, as the message says: never given up early
             pause, rebuild = min(2 * pause, 1.0), True
 
     def _met(self, number: int, incarnation: str) -> None:
@@ -310,14 +311,11 @@ class RayWorkers(Workers):
         if not isinstance(known, str):  # the first process's answer, unless it died before giving one
             try:
                 known = self._ray.get(known, timeout=1)
-            except (self._ray.exceptions.RayError, TimeoutError):
+            except self._ray.exceptions.RayError:  # GetTimeoutError among them
                 known = None
         if incarnation != known:
             self.restarts[number] += 1
         self._incarnations[number] = incarnation
-        if self.restarts[number] > self.max_restarts:  # Ray would not have restarted it
-            raise lost(self.episodes, self._indices_of(number), f"their actor restarted {self.restarts[number]} "
-                       f"times (max_restarts={self.max_restarts})", RuntimeError("restarts exceeded"))
 
     def _timed_out(self, indices: list[int], cause: BaseException) -> WorkerError:
         return lost(self.episodes, indices, f"their Ray actor did not answer within {self.restart_timeout:g} s "
