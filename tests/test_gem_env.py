@@ -32,7 +32,9 @@ def gem():
     try:
         import gem
     except ImportError:
-        unavailable("gem-llm is not installed (pip install -e '.[test]')")
+        unavailable("gem-llm is not installed; as .ci/run does (its math-verify extra pins an antlr4 hydra-core "
+                    "refuses): pip install --no-deps 'gem-llm==0.1.0' && pip install 'reasoning-gym==0.1.23' "
+                    "'nltk==3.9.1' 'msgspec==0.19.0'")
     import sokoban_tools.integrations.gem_env  # noqa: F401  registers the environments
     return gem
 
