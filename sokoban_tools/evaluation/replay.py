@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..protocol import DEFAULT_MAX_STEPS
-from ..records.episodes import EpisodeRecord, MOVE_LETTERS, read_episodes
+from ..records.episodes import EpisodeRecord, actions_of, read_episodes
 from ..records.manifest import environment_settings, manifest_path, read_manifest
 from ..records.rows import DataError
 from ..records.tasks import load_training, load_validation
@@ -53,11 +53,11 @@ def replay(board: Board, moves: str, horizon: int = DEFAULT_MAX_STEPS) -> Replay
     problem = None
     if len(moves) > horizon:
         problem = f"{len(moves)} turns, more than the action horizon of {horizon}"
-    for turn, letter in enumerate(moves, start=1):
+    for turn, action in enumerate(actions_of(moves), start=1):
         if env.tally.done:
             problem = f"move {turn} of {len(moves)} comes after the episode was over"
             break
-        env.play(MOVE_LETTERS.index(letter))
+        env.play(action)
     tally = env.tally
     return Replay(tally.won, tally.actions, tally.total, problem)
 

@@ -118,13 +118,6 @@ class EpisodeRecord:
         """The record holds its moves, so a replay can check it."""
         return self.moves is not None
 
-    @property
-    def played_actions(self) -> list[int]:
-        """The actions of :attr:`moves` (0-4), in order; refused for a record without moves."""
-        if self.moves is None:
-            raise ValueError(f"the record of {self.task_id} holds no moves (a log of an older writer)")
-        return actions_of(self.moves)
-
     def to_line(self) -> str:
         """The canonical JSON line, without its newline."""
         return json.dumps(self.as_dict(), separators=(",", ":"), ensure_ascii=False)
