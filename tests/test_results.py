@@ -129,6 +129,9 @@ def test_an_entry_edited_by_hand_is_refused_naming_the_change_and_the_rest_are_r
 
 def test_add_writes_an_entry_the_leaderboard_accepts_and_refuses_a_bad_log_leaving_nothing(tmp_path, capsys):
     results = tmp_path / "results"
+    killed = results / ".staging-follower.k1ll3d"  # what an add stopped before its rename leaves
+    killed.mkdir(parents=True)
+    (killed / LOG).write_text("{")
     log = REPO / "examples" / "episodes" / "path-follower.jsonl"
     with pytest.raises(DataError, match="validation passes match; choose one"):
         add_entry(results, "follower", log, "none", "tests", "docs/results.md", "2026-12-02")
@@ -144,6 +147,7 @@ def test_add_writes_an_entry_the_leaderboard_accepts_and_refuses_a_bad_log_leavi
     with pytest.raises(DataError, match="the record says"):
         add_entry(results, "damaged", damaged, "none", "tests", "docs/results.md", "2026-12-02")
     assert sorted(path.name for path in results.iterdir()) == ["follower"]  # nothing left behind
+    assert f"removed {killed}, the staging folder of an add that was stopped" in capsys.readouterr().err
 
 
 def test_an_entry_file_with_a_missing_or_wrong_key_is_refused_by_name(tmp_path, boards):

@@ -29,7 +29,10 @@ differs between entries is listed with each entry's value: shown, never hidden.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
+import os
 import re
 import shutil
 import sys
@@ -37,6 +40,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -298,18 +302,37 @@ def add_entry(results: Path, name: str, log: Path, model: str, submitted_by: str
     manifest_bytes = read_bounded(manifest_path(log), 1 << 20, "run manifest")
     read_manifest(manifest_path(log))
     results.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=results))
-    try:
-        (staging / LOG).write_bytes(lines)
-        (staging / MANIFEST).write_bytes(manifest_bytes)
-        (staging / ENTRY).write_bytes(entry_document(model, method, submitted_by, link, day, lines, manifest_bytes,
-                                                     notes))
-        load_entry(staging, BoardSet.load(validation, [log]))
-        staging.rename(folder)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+    with _adding(results):
+        staging = Path(tempfile.mkdtemp(prefix=STAGING + f"{name}.", dir=results))
+        try:
+            (staging / LOG).write_bytes(lines)
+            (staging / MANIFEST).write_bytes(manifest_bytes)
+            (staging / ENTRY).write_bytes(entry_document(model, method, submitted_by, link, day, lines,
+                                                         manifest_bytes, notes))
+            load_entry(staging, BoardSet.load(validation, [log]))
+            staging.rename(folder)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging)
     return folder
+
+
+STAGING = ".staging-"  # results/.staging-<name>.<random>/: an entry being written, renamed once checked
+
+
+@contextlib.contextmanager
+def _adding(results: Path) -> Iterator[None]:
+    """``results`` locked for one ``--add``; the staging folders of an add that was killed
+    (found under the lock, so no live add's) are removed, each with a line."""
+    fd = os.open(results, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for stale in sorted(results.glob(STAGING + "*")):
+            shutil.rmtree(stale)
+            print(f"removed {stale}, the staging folder of an add that was stopped", file=sys.stderr)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def main(argv: list[str] | None = None) -> int:
