@@ -28,6 +28,7 @@ from ...evaluation import compare, leaderboard
 from ...evaluation.charts import PLOT_EXTRA, interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
 from ...evaluation.stats import wilson_interval
+from ...evaluation.baselines import POLICY_LABELS
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
@@ -37,7 +38,7 @@ from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD,
                        RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
                        SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
                        VALIDATION_DATA, VERIFICATION_FILE, IMAGE_TABLES, published)
-from ...records.rows import BoardRow, DataError, read_board_file, read_regular_file, read_rows
+from ...records.rows import BoardRow, DataError, read_board_file, read_regular_file
 from ...rules.board import ACTION_NAMES, from_lurd
 from ...rules.images import render_board
 from ...protocol import stratum_of
@@ -73,7 +74,7 @@ def published_files(repo: Path, rows: dict[str, list[BoardRow]] | None = None) -
     entries = {}
     for name in DATA_FILES:
         data, checked = read_board_file(repo / name)
-        entries[name] = {"sha256": sha256_bytes(data), "rows": len(checked), "bytes": len(data)}
+        entries[name] = file_entry(data, len(checked))
         if rows is not None:
             rows[name] = checked
     return entries
@@ -347,17 +348,14 @@ def limitation_values(validation: list[BoardRow]) -> dict[str, object]:
     }
 
 
-POLICY_NAMES = {"moves_1_4": "random moves 1–4", "outputs_0_4": "random outputs 0–4"}
-
-
 def _probability(value: float) -> str:
     return f"{value:.1%}" if value >= 0.001 else f"{value * 100:.2g}%"
 
 
 def baselines_values(baselines: dict) -> dict[str, object]:
     """The card's baselines table and the figures quoted around it."""
-    rows = [["Split", "Boards", *[f"P(solve), {POLICY_NAMES[p]}" for p in POLICIES],
-             *[f"E[return], {POLICY_NAMES[p]}" for p in POLICIES], "Optimal return"],
+    rows = [["Split", "Boards", *[f"P(solve), {POLICY_LABELS[p]}" for p in POLICIES],
+             *[f"E[return], {POLICY_LABELS[p]}" for p in POLICIES], "Optimal return"],
             ["---"] * (3 + 2 * len(POLICIES))]
     for split, body in baselines["splits"].items():
         parts = [(f"{split}, {label.replace('-', '–')} actions", entry)
@@ -389,7 +387,7 @@ def baselines_picture(baselines: dict) -> bytes:
         for length, entry in baselines["splits"]["validation"]["by_length"].items():
             values = [b[policy]["success"]["float"] for b in boards if b["shortest_solution_length"] == int(length)]
             points.append((int(length), entry[policy]["success"]["float"], min(values), max(values)))
-        series[POLICY_NAMES[policy]] = points
+        series[POLICY_LABELS[policy]] = points
     return line_chart(series, x_label="shortest solution length (player actions)",
                       y_label=f"P(solved within {HORIZON} turns)",
                       title="Random policies on the validation boards: mean per length; band: range over boards",
@@ -505,7 +503,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     tables = {name: file_entry(data, len(checked[CONFIGURATIONS["fairness"][split]]))
               for (split, name), data in zip(IMAGE_TABLES.items(), parquet.values())}
     summary = _read_json(repo, published(SUMMARY_FILE))
-    validation = read_rows(repo / VALIDATION_DATA)
+    validation = checked[VALIDATION_DATA]
     baselines = _read_json(repo, published(BASELINES_FILE))
     example = example_report(repo)
     results = results_report(repo)
