@@ -17,7 +17,7 @@ from conftest import DATA_DIR, REPO
 from sokoban_tools.evaluation import compare, score
 from sokoban_tools.evaluation.stats import PairedTable, newcombe_paired_interval, sign_test_p, wilson_interval
 from sokoban_tools.protocol import stratum_of
-from test_score_compare import IDS, ROWS, pattern, records, write
+from test_score_compare import ROWS, pattern, records, write
 from unavailable import unavailable
 
 EXAMPLE_MANIFEST = REPO / "examples" / "episodes" / "random.jsonl.manifest.json"

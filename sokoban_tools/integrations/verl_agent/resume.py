@@ -50,7 +50,6 @@ from ...layout import TRAIN_DATA
 from ...paths import PathError, read_bounded
 from ...records import strict_json
 from ...records.episodes import EpisodeRecord, episode_writer, iter_episodes, next_aside_number
-from ...records.rows import DataError
 from ...records.manifest import ManifestError, check_fits, manifest_path, merge_costs, read_manifest
 
 STATE_NAME = "sokoban_fairness.json"  # in global_step_N/
