@@ -16,7 +16,7 @@ import pytest
 
 from conftest import REPO
 from sokoban_tools import __main__ as command_line
-from sokoban_tools.evaluation import compare
+from sokoban_tools.evaluation import compare, score
 from sokoban_tools.integrations.verl_agent import hooks
 from sokoban_tools.integrations.verl_agent.envs import build_sokoban_envs
 from sokoban_tools.pipeline import artifacts
@@ -241,6 +241,8 @@ def test_compare__an_episode_longer_than_the_manifests_horizon_is_refused(tmp_pa
     assert compare.main(["--a", str(a), "--b", str(b)]) == 1
     err = capsys.readouterr().err
     assert f"{a}:4: an episode of 20 actions, but the manifest beside {a} declares an action horizon of 15" in err
+    assert score.main([str(a)]) == 1  # score reads that manifest too, and the same check refuses the row
+    assert f"{a}:4: an episode of 20 actions, but the manifest beside {a}" in capsys.readouterr().err
 
 
 def test_compare__method_a_of_a_log_whose_manifest_is_another_methods_is_refused(tmp_path, capsys):

@@ -94,7 +94,7 @@ def test_score__refuses_a_log_beside_another_methods_manifest_as_compare_does(tm
     manifest_beside(log, "CPAD")
     assert score.main([str(log)]) == 1
     err = one_error(capsys)
-    assert f"{log}:1: a row of method 'GRPO', but the manifest beside the log (run.jsonl.manifest.json) is of " \
+    assert f"{log}:1: a record of method 'GRPO', but the manifest beside the log (run.jsonl.manifest.json) is of " \
            f"method 'CPAD'" in err
     assert "give each method its own log and manifest" in err
     manifest_beside(log, "GRPO")

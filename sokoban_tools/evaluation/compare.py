@@ -51,7 +51,7 @@ from ..records.boards import BoardsNotFound
 from .charts import PlotUnavailable, chart_format, interval_chart, line_chart, require_matplotlib
 from ..records.manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
 from .baselines import reference_lines
-from .inputs import not_a_log
+from .inputs import check_rows_against_manifests, not_a_log
 from .replay import Verification, verify_rows
 from .score import table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
@@ -141,26 +141,6 @@ def read_manifests(paths: list[Path]) -> dict[str, dict]:
     return manifests
 
 
-def check_rows_against_manifests(rows: list, method: str, paths: list[Path]) -> None:
-    """Refuse rows of ``method`` that their log's manifest does not cover: a manifest of
-    another method (its settings were checked, not this method's), or an episode longer
-    than the manifest's action horizon."""
-    for log in dict.fromkeys(paths):
-        manifest = read_manifest(manifest_path(log))
-        horizon = manifest["settings"]["action_horizon"]
-        for row in rows:
-            if row.record.method != method or row.location.rpartition(":")[0] != str(log):
-                continue
-            if manifest["method"] != method:
-                raise ManifestError(f"{row.location}: a record of method {method!r}, but the manifest beside "
-                                    f"{log} is of method {manifest['method']!r}, so {method!r}'s settings are "
-                                    f"unchecked; give each method its own log and manifest")
-            if horizon is not None and row.record.actions > horizon:
-                raise ManifestError(f"{row.location}: an episode of {row.record.actions} actions, but the "
-                                    f"manifest beside {log} declares an action horizon of {horizon}; the log "
-                                    f"and its manifest are of different runs, or the manifest is wrong")
-
-
 def check_settings(a: dict[str, dict], b: dict[str, dict], allowed: Collection[str]) -> dict:
     """The settings part of the report; :class:`ManifestError` listing every
     difference not ``allowed``, with both sides' values."""
@@ -196,8 +176,8 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
     a = pick_method(group_rows(logs_a.rows, boards), method_a, "a", a_paths)
     b = pick_method(group_rows(logs_b.rows, boards), method_b, "b", b_paths)
     if manifests:
-        check_rows_against_manifests(logs_a.rows, a[0].method, a_paths)
-        check_rows_against_manifests(logs_b.rows, b[0].method, b_paths)
+        for logs, groups in ((logs_a, a), (logs_b, b)):
+            check_rows_against_manifests([row for row in logs.rows if row.record.method == groups[0].method])
     verification = {side: verify_rows([row for row in logs.rows if row.record.method == groups[0].method],
                                       boards.by_id).as_dict()
                     for side, logs, groups in (("a", logs_a, a), ("b", logs_b, b))}

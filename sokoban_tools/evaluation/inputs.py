@@ -102,18 +102,27 @@ def incomplete_hint(log: Path, played: int, boards: int) -> str:
     return TRAINER_HINT
 
 
-def check_manifest_methods(rows: list) -> None:
-    """Refuse a validation row (a ``scoring.LoggedRow``) of another method than the manifest beside its log
-    names: the settings that manifest records, and the schedule checked against them, are another run's."""
+def check_rows_against_manifests(rows: list, required: bool = True) -> None:
+    """Refuse a row (a ``scoring.LoggedRow``) that the manifest beside its log does not cover:
+    a row of another method than the manifest names (the settings it records, and the schedule
+    checked against them, are another run's), or an episode longer than its action horizon.
+    Without ``required`` a log with no readable manifest is not checked (``score`` reads such logs)."""
     manifests: dict[str, dict | None] = {}
     for row in rows:
         log = row.location.rpartition(":")[0]
         if log not in manifests:
-            manifests[log] = _manifest_beside(Path(log))
+            manifests[log] = read_manifest(manifest_path(log)) if required else _manifest_beside(Path(log))
         manifest = manifests[log]
-        if manifest is not None and row.record.method != manifest["method"]:
+        if manifest is None:
+            continue
+        if row.record.method != manifest["method"]:
             raise ManifestError(
-                f"{row.location}: a row of method {row.record.method!r}, but the manifest beside the log "
+                f"{row.location}: a record of method {row.record.method!r}, but the manifest beside the log "
                 f"({manifest_path(log).name}) is of method {manifest['method']!r}, so the settings and schedule "
                 f"it records are another run's; put the manifest of the run of {row.record.method!r} beside the "
                 f"log (that run wrote it), or give each method its own log and manifest")
+        horizon = manifest["settings"]["action_horizon"]
+        if horizon is not None and row.record.actions > horizon:
+            raise ManifestError(f"{row.location}: an episode of {row.record.actions} actions, but the manifest "
+                                f"beside {log} declares an action horizon of {horizon}; the log and its "
+                                f"manifest are of different runs, or the manifest is wrong")

@@ -54,7 +54,7 @@ from ..records.boards import BoardsNotFound
 from ..records.episodes import read_episodes
 from ..records.manifest import SETTING, manifest_path, read_manifest
 from ..records.rows import DataError
-from .compare import check_rows_against_manifests
+from .inputs import check_rows_against_manifests
 from .replay import Verification, verify_rows
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import PairedTable, exact_interval, holm_adjusted, sign_test_p
@@ -144,7 +144,7 @@ def load_entry(folder: Path, boards: BoardSet) -> Entry:
         raise EntryRefused(f"{log}: holds {len(groups)} validation passes "
                            f"({', '.join(f'{g.method}/{g.run}/update {g.update}' for g in groups)}); "
                            f"an entry is one pass")
-    check_rows_against_manifests(logs.rows, groups[0].method, [log])
+    check_rows_against_manifests(logs.rows)
     unverified = [row.location for row in logs.rows if not row.record.verifiable]
     if unverified:
         raise EntryRefused(f"{unverified[0]}: {len(unverified)} records hold no moves, so their outcomes "

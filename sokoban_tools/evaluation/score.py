@@ -35,7 +35,7 @@ from ..protocol import STRATA
 from ..records.rows import DataError
 from ..records.boards import BoardsNotFound
 from .baselines import reference_lines
-from .inputs import check_manifest_methods
+from .inputs import check_rows_against_manifests
 from .replay import Verification, verify_rows
 from .schedule import check_schedule, describe
 from .scoring import BoardSet, check_board_set, passes, read_logs, score_group
@@ -47,7 +47,7 @@ def score(paths: list[Path], validation: Path | None = None, verify: bool = Fals
     """Every pass in the logs at ``paths``, scored against ``evaluation``; with ``verify``,
     every episode replayed first."""
     logs = read_logs(paths)
-    check_manifest_methods(logs.rows)
+    check_rows_against_manifests(logs.rows, required=False)
     boards = BoardSet.load(validation, paths)
     check_board_set(logs.rows, boards)
     complete, in_progress = passes(logs.rows, boards, logs.runs)
