@@ -109,7 +109,7 @@ def check_rows_against_manifests(rows: list, required: bool = True) -> None:
     Without ``required`` a log with no readable manifest is not checked (``score`` reads such logs)."""
     manifests: dict[str, dict | None] = {}
     for row in rows:
-        log = row.location.rpartition(":")[0]
+        log = row.log
         if log not in manifests:
             manifests[log] = read_manifest(manifest_path(log)) if required else _manifest_beside(Path(log))
         manifest = manifests[log]

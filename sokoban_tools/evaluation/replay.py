@@ -31,6 +31,7 @@ from ..records.rows import DataError
 from ..records.tasks import load_training, load_validation
 from ..rules.board import Board
 from ..runtime.env import FairSokobanEnv
+from .scoring import LoggedRow
 
 RETURN_TOLERANCE = 1e-6  # a writer may round the return (Gymnasium keeps 10 decimals)
 
@@ -143,7 +144,7 @@ def verify_rows(rows: Iterable, boards: Mapping[str, Board]) -> Verification:
         if not record.verifiable:
             unverified += 1
             continue
-        log = row.location.rpartition(":")[0]
+        log = row.log
         if log not in rules:
             rules[log] = log_rules(log)
         horizon, check_return = rules[log]
@@ -159,12 +160,6 @@ def verify_rows(rows: Iterable, boards: Mapping[str, Board]) -> Verification:
     return Verification(verified, unverified, unchecked)
 
 
-@dataclass(frozen=True)
-class _Row:
-    location: str
-    record: EpisodeRecord
-
-
 def verify_log(log: Path | str, validation: Path | str | None = None, train: Path | str | None = None
                ) -> Verification:
     """Replay every record of one log, training rows included (the clone's board files by
@@ -173,4 +168,4 @@ def verify_log(log: Path | str, validation: Path | str | None = None, train: Pat
     boards = {row.task_id: row.board for row in load_validation(*([validation] if validation else []))}
     if any(record.phase == "training" for record in records):
         boards.update((row.task_id, row.board) for row in load_training(*([train] if train else [])))
-    return verify_rows([_Row(f"{log}:{line}", record) for line, record in enumerate(records, start=1)], boards)
+    return verify_rows([LoggedRow(str(log), line, record) for line, record in enumerate(records, start=1)], boards)

@@ -81,10 +81,16 @@ def _recorded_board_file(logs: list[Path]) -> Path | None:
 
 @dataclass(frozen=True)
 class LoggedRow:
-    """A row of a log and where it is, ``file:line``."""
+    """A row of a log and where it is: the log's path and the line."""
 
-    location: str
+    log: str
+    line: int
     record: EpisodeRecord
+
+    @property
+    def location(self) -> str:
+        """``file:line``, as messages name a row."""
+        return f"{self.log}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,7 @@ def read_logs(paths: list[Path]) -> Logs:
         for line, record in enumerate(records, start=1):
             validated, trained = runs[path].get((record.method, record.run), (set(), None))
             if record.phase == "validation":
-                rows.append(LoggedRow(f"{path}:{line}", record))
+                rows.append(LoggedRow(str(path), line, record))
                 validated.add(record.update)
             else:
                 training += 1
@@ -193,11 +199,11 @@ def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None) ->
         played[record.task_id] = row
     groups, in_progress = [], []
     for key, played in sorted(seen.items()):
-        first = next(iter(played.values())).location
+        first_row = next(iter(played.values()))
+        first, log = first_row.location, first_row.log
         missing = [task_id for task_id in boards.task_ids if task_id not in played]
         if missing:
             shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
-            log = first.rpartition(":")[0]
             refusal = (f"{first}: an incomplete validation pass: {_name(key)} misses {len(missing)} of "
                        f"the {len(position)} validation boards ({shown}); "
                        f"{incomplete_hint(Path(log), len(played), len(position))}")
@@ -216,7 +222,7 @@ def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None) ->
 def _last_of_its_run(key: tuple[str, str, int], played, runs: dict) -> bool:
     """Whether the pass ``key`` is written in one log, as the last validation of its run there,
     with no training row of a later update (which a run writes only once the pass is done)."""
-    logs = {row.location.rpartition(":")[0] for row in played}
+    logs = {row.log for row in played}
     if len(logs) != 1:
         return False
     method, run, update = key
