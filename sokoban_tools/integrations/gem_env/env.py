@@ -43,6 +43,7 @@ from pathlib import Path
 
 import gem
 
+from ...checks import integer
 from ...protocol import DEFAULT_MAX_STEPS
 from ...runtime.projection import project_answer
 from ..gymnasium_env.env import SokobanFairnessEnv
@@ -93,9 +94,7 @@ class SokobanFairnessGemEnv(gem.Env):
                  episode_log: str | Path | None = None, method: str = "gem", run: str = "0", update: int = 0,
                  settings: dict | None = None, trained: bool = True):
         super().__init__()
-        if isinstance(history_length, bool) or not isinstance(history_length, int) or history_length < 0:
-            raise ValueError(f"history_length must be an integer >= 0 (verl-agent's env.history_length), "
-                             f"got {history_length!r}")
+        history_length = integer("history_length (verl-agent's env.history_length)", history_length)
         if shard_index is None:
             shard_index = _shard_of_seed(seed, shard_count)
         self.history_length = history_length
