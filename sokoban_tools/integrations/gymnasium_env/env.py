@@ -254,21 +254,14 @@ def _shard_problem(split: str, boards: int, shard_count: int) -> str | None:
 
 def make_vector(num_envs: int = 1, max_episode_steps: int | None = None, **kwargs) -> gymnasium.vector.SyncVectorEnv:
     """``gymnasium.make_vec``'s vector of ``num_envs``: environment ``i`` is shard ``i`` of
-    ``num_envs`` (see the module docstring). Checked before any environment is built: a
-    ``max_episode_steps`` below the horizon (``max_steps``), and more environments than
-    validation boards."""
+    ``num_envs`` (see the module docstring). A ``max_episode_steps`` below the horizon
+    (``max_steps``) is refused before any environment is built; more environments than
+    validation boards, by the first one's constructor, before it takes the log or writes."""
     num_envs = integer("num_envs", num_envs, 1)
     horizon = kwargs.get("max_steps", DEFAULT_MAX_STEPS)
     if max_episode_steps is not None and max_episode_steps < horizon:
         raise ValueError(f"max_episode_steps={max_episode_steps} would cut episodes before the horizon of "
                          f"{horizon} turns, and a cut episode is neither verl-agent's nor logged; leave it out (the "
                          f"environment truncates at max_steps itself) or set max_steps={max_episode_steps}")
-    split = kwargs.get("split", "train")
-    if split in SPLITS:
-        dataset_dir = kwargs.get("dataset_dir")
-        rows, _ = _boards(split, None if dataset_dir is None else str(dataset_dir), kwargs.get("hub_revision"))
-        problem = _shard_problem(split, len(rows), num_envs)
-        if problem:
-            raise ValueError(problem)
-    return gymnasium.vector.SyncVectorEnv(
+    return gymnasium.vector.SyncVectorEnv(  # environment 0 refuses more shards than boards before any log is touched
         [partial(SokobanFairnessEnv, shard_index=i, shard_count=num_envs, **kwargs) for i in range(num_envs)])
