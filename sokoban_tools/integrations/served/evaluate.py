@@ -238,17 +238,17 @@ def turn_notes(args) -> dict:
     }
 
 
-def record_manifest(log: Path, manifest: dict, resuming: bool) -> None:
+def record_manifest(log: Path, manifest: dict, resuming: bool, seed: int) -> None:
     """Write the manifest beside ``log``, or keep the one there (same method and settings,
     its costs) with the notes of this run: the board set, the server's URL may change on
     ``--resume``; the request seed may not (``resuming``: the log holds this evaluation's
-    boards, whose requests were seeded by the seed the manifest notes)."""
+    boards, whose requests were seeded by the seed the manifest notes; ``seed`` is this run's)."""
     path = manifest_path(log)
     if resuming and path.is_file():
         before = (read_manifest(path).get(NOTES) or {}).get("request_seed")
         if before is not None and before != manifest[NOTES]["request_seed"]:
             raise Stop(f"{log}: its boards were played with request {before.split(':')[0]} (its manifest "
-                       f"{path.name}), not --seed {manifest[NOTES]['request_seed'].split(':')[0].split()[-1]}: "
+                       f"{path.name}), not --seed {seed}: "
                        f"resuming would mix request seeds in one pass; resume with the first run's --seed, or "
                        f"give this evaluation another --run")
     path = write_manifest(log, manifest)
@@ -403,7 +403,8 @@ def evaluate(args, writer: EpisodeWriter) -> int:
         model = ServedModel(args.base_url, args.model, api_key(args), decoding, timeout=args.timeout,
                             retries=args.retries, backoff=args.backoff)
         server_kind = args.server_kind or model.check() or "openai-compatible"
-        record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)), resuming=bool(held))
+        record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)), resuming=bool(held),
+                        seed=args.seed)
     except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
         print(f"error: {without_credentials(str(err))}", file=sys.stderr)
         return 1
