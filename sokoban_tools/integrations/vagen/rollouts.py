@@ -172,6 +172,7 @@ def records_from_dump(tag_dir: Path | str, method: str, run: str, update: int = 
     ``fairness_revision`` say), and a board played twice (see the module docstring)."""
     tag_dir = Path(tag_dir)
     rows, sha256 = load_boards(VALIDATION_DATA, dataset_dir, revision)
+    rows = tuple(rows)
     rerun = "run VAGEN again with run.resume=skip_completed into the same experiment.dump_dir to finish it"
     by_board: dict[int, tuple[Path, EpisodeRecord]] = {}
     for folder in rollout_folders(tag_dir):
@@ -184,7 +185,7 @@ def records_from_dump(tag_dir: Path | str, method: str, run: str, update: int = 
             raise DataError(f"{path}: not JSON ({err}), a write cut short; remove the folder {folder} and "
                             f"{rerun}") from None
         try:
-            board, record = _record_of(path, metrics, method, run, update, rerun, tuple(rows), sha256)
+            board, record = _record_of(path, metrics, method, run, update, rerun, rows, sha256)
         except (KeyError, TypeError, AttributeError) as err:  # ValueError: our own refusals, kept as they are
             raise DataError(f"{path}: not the metrics VAGEN writes for an episode (missing or wrong {err}); "
                             f"{rerun}") from None
