@@ -28,6 +28,14 @@ import hashlib
 UPSTREAM_COMMIT = "796ed310287fa605c9292a0fce07a86d79fde05e"
 IMAGE_PLACEHOLDER = "<image>"
 # One string per line, joined by newlines, so that the trailing space of a line survives editors.
+_ANSWER = (  # how every prompt, visual or text, asks for the move
+    'Your admissible actions are ["up", "down", "left", "right"].',
+    '',
+    "Now it's your turn to make a move (choose ONE action only for the current step).",
+    'You should first reason step-by-step about the current situation — observe the positions of boxes and targets, plan a path to push a box toward a target, and avoid traps like corners or walls. This reasoning process MUST be enclosed within <think> </think> tags. ',
+    "Once you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.",
+    '',
+)
 VISUAL_PROMPT = "\n".join((
     '',
     'You are an expert agent operating in the Sokoban environment. Your goal is to push all the boxes onto the target spots. Once all boxes are on the targets, you win!',
@@ -44,12 +52,7 @@ VISUAL_PROMPT = "\n".join((
     '',
     '# Current Step',
     'Your current observation is shown in the image: <image>',
-    'Your admissible actions are ["up", "down", "left", "right"].',
-    '',
-    "Now it's your turn to make a move (choose ONE action only for the current step).",
-    'You should first reason step-by-step about the current situation — observe the positions of boxes and targets, plan a path to push a box toward a target, and avoid traps like corners or walls. This reasoning process MUST be enclosed within <think> </think> tags. ',
-    "Once you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.",
-    '',
+    *_ANSWER,
 ))
 VISUAL_PROMPT_SHA256 = hashlib.sha256(VISUAL_PROMPT.encode("utf-8")).hexdigest()
 
@@ -76,15 +79,7 @@ _TEXT_HEAD = (
     '',
     '# Current Step',
 )
-_TEXT_TAIL = (
-    '{current_observation}',
-    'Your admissible actions are ["up", "down", "left", "right"].',
-    '',
-    "Now it's your turn to make a move (choose ONE action only for the current step).",
-    'You should first reason step-by-step about the current situation — observe the positions of boxes and targets, plan a path to push a box toward a target, and avoid traps like corners or walls. This reasoning process MUST be enclosed within <think> </think> tags. ',
-    "Once you've finished your reasoning, you should choose an admissible action for current step and present it within <action> </action> tags.",
-    '',
-)
+_TEXT_TAIL = ('{current_observation}', *_ANSWER)
 TEXT_PROMPT_NO_HISTORY = "\n".join((*_TEXT_HEAD, 'Your current observation is:', *_TEXT_TAIL))
 TEXT_PROMPT = "\n".join((
     *_TEXT_HEAD,
