@@ -136,7 +136,7 @@ class Command:
 USER_COMMANDS = (
     Command("quickstart", "the quick start: serve the demo model, evaluate it on the validation boards, score it",
             _quickstart, False),
-    Command("score", "score episode logs: success with 95%% intervals, per update and stratum", _score, False),
+    Command("score", "score episode logs: success with 95% intervals, per update and stratum", _score, False),
     Command("compare", "compare two methods board by board with paired statistics", _compare, False),
     Command("leaderboard", "verify every results entry (replaying its episodes) and rank them with exact "
             "statistics; --add writes an entry", _leaderboard, False),
@@ -278,7 +278,7 @@ def _steps(check: bool, new_release: bool) -> int:
 def _listing(title: str, commands: tuple[Command, ...]) -> str:
     """``title`` and one row per command: its name, and its summary wrapped beside it."""
     indent = " " * (max(len(command.name) for command in COMMANDS) + 4)
-    rows = [textwrap.fill(command.summary.replace("%%", "%"), 79, initial_indent=f"  {command.name:<{len(indent) - 2}}",
+    rows = [textwrap.fill(command.summary, 79, initial_indent=f"  {command.name:<{len(indent) - 2}}",
                           subsequent_indent=indent) for command in commands]
     return "\n".join([title, *rows])
 

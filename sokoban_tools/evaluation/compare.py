@@ -4,10 +4,11 @@
                                     [--method-a NAME --method-b NAME] [--plot FILE] [--json]
                                     [--allow-difference KEY ...] [--updates U ...] [--no-manifest]
 
-Every episode of both methods is replayed from its recorded moves on its board first,
-and the logs are refused, naming the record and the board, where a replay contradicts a
-record (:mod:`sokoban_tools.evaluation.replay`); records without moves are reported as
-unverified. Then the settings: every log has its run manifest beside it
+Every episode of both methods is replayed from its recorded moves on its board, once the
+settings below are checked and the logs and boards read; the logs are refused, naming the
+record and the board, where a replay contradicts a record
+(:mod:`sokoban_tools.evaluation.replay`); records without moves are reported as
+unverified. The settings: every log has its run manifest beside it
 (:mod:`sokoban_tools.records.manifest`), and every controlled setting that
 differs between the runs of A and B is listed and refused unless named with
 ``--allow-difference KEY``, which the report prints as a caveat (the method

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..paths import PathError, read_bounded
 from ..records.episodes import EpisodeRecord, read_episodes
-from ..records.manifest import NOTES, SUFFIX, ManifestError, manifest_path, read_manifest
+from ..records.manifest import FORMAT, NOTES, SUFFIX, ManifestError, manifest_path, read_manifest
 from ..records.rows import DataError
 
-MANIFEST_FORMAT = "sokoban-fairness run manifest"
+MANIFEST_FORMAT = FORMAT.rsplit(" ", 1)[0]  # any version of the run manifest
 # Keys of the summary.json VAGEN's evaluator writes into its dump folder.
 VAGEN_SUMMARY_KEYS = {"n_episodes", "success_rate", "episodes"}
 EVALUATE = "python -m sokoban_tools evaluate"
@@ -38,12 +39,15 @@ def read_log(path: Path) -> list[EpisodeRecord]:
         raise DataError(found) from err
 
 
+DOCUMENT_LIMIT = 8 << 20  # bytes: a manifest or VAGEN's summary is far smaller; a larger file is some log
+
+
 def _document(path: Path) -> object | None:
     """The JSON value ``path`` holds as a whole, when it is one document and not JSON lines."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, DOCUMENT_LIMIT).decode("utf-8")
         return json.loads(text) if "\n" in text.strip() or not text.endswith("\n") else _manifest_line(text)
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (PathError, UnicodeDecodeError, ValueError):
         return None
 
 
