@@ -43,6 +43,16 @@ def json_document(obj) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+_TEMPORARY = re.compile(r"\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp")  # write_temp's names: mkstemp's 8 characters
+
+
+def temporary_target(name: str) -> str | None:
+    """The name of the file a :func:`write_temp` temporary called ``name`` was for, or ``None``
+    when ``name`` is not one: how a writer recognises a dead writer's leftovers."""
+    match = _TEMPORARY.fullmatch(name)
+    return match["target"] if match else None
+
+
 def write_temp(path: Path, data: bytes) -> str:
     """Write ``data`` to a new temporary file beside ``path``; return its name."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -164,16 +164,16 @@ def test_a_failure_while_writing_temporaries_leaves_the_old_set_and_nothing_else
 
 
 def test_leftover_temporaries_are_reported_by_a_check_and_removed_by_the_write_they_belong_to(tmp_path, capsys):
-    (tmp_path / ".a.jsonl.x1y2.tmp").write_bytes(b"half")
+    (tmp_path / ".a.jsonl.x1y2z3w4.tmp").write_bytes(b"half")
     assert not publish({tmp_path / "a.jsonl": b"new\n"}, check=True, command="make a")
     err = capsys.readouterr().err
-    assert ".a.jsonl.x1y2.tmp" in err and f"remove {tmp_path / '.a.jsonl.x1y2.tmp'} and run" in err
-    (tmp_path / ".other.json.x1y2.tmp").write_bytes(b"another command's")
+    assert ".a.jsonl.x1y2z3w4.tmp" in err and f"remove {tmp_path / '.a.jsonl.x1y2z3w4.tmp'} and run" in err
+    (tmp_path / ".other.json.x1y2z3w4.tmp").write_bytes(b"another command's")
     assert not publish({tmp_path / "a.jsonl": b"new\n"}, check=False, command="make a")
     err = capsys.readouterr().err  # its own removed, another file's reported, nothing written
-    assert f"recovered {tmp_path}: removed .a.jsonl.x1y2.tmp" in err and ".other.json.x1y2.tmp" in err
-    assert not (tmp_path / "a.jsonl").exists() and not (tmp_path / ".a.jsonl.x1y2.tmp").exists()
-    (tmp_path / ".other.json.x1y2.tmp").unlink()
+    assert f"recovered {tmp_path}: removed .a.jsonl.x1y2z3w4.tmp" in err and ".other.json.x1y2z3w4.tmp" in err
+    assert not (tmp_path / "a.jsonl").exists() and not (tmp_path / ".a.jsonl.x1y2z3w4.tmp").exists()
+    (tmp_path / ".other.json.x1y2z3w4.tmp").unlink()
     assert publish({tmp_path / "a.jsonl": b"new\n"}, check=False, command="make a")
     assert (tmp_path / "a.jsonl").read_bytes() == b"new\n"
 

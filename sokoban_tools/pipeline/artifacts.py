@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING
 
 from sokoban_published import PUBLISH_JOURNAL
 
-from ..files import json_document, sha256_bytes, sync_directory, write_atomic, write_temp  # noqa: F401 (json_document: for the pipeline's reports)
+from ..files import json_document, sha256_bytes, sync_directory, temporary_target, write_atomic, write_temp  # noqa: F401 (json_document: for the pipeline's reports)
 from ..paths import unwritable
 from ..layout import BASELINE_ENTRIES, DATA_FOLDER, DOCS_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, RESULTS_DIR, ROOT
 from .release import FLAG, ReleaseError, check_rewrite
@@ -120,9 +120,7 @@ def _repair(directory: Path, leftovers: list[Path], command: str | None, recover
 
 def _own_temporary(path: Path, target: Path) -> bool:
     """Whether ``path`` is a temporary :func:`~sokoban_tools.files.write_temp` makes for ``target``."""
-    name = path.name
-    return (path.parent == target.parent and name.startswith(f".{target.name}.") and name.endswith(".tmp")
-            and name[len(target.name) + 2:-4].replace("_", "").isalnum())
+    return path.parent == target.parent and temporary_target(path.name) == target.name
 
 
 def _roll_forward(journal: Path, held: set[Path]) -> str | None:

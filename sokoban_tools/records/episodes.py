@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..checks import problem
-from ..files import write_atomic
+from ..files import temporary_target, write_atomic
 from ..paths import read_bounded, unwritable
 from . import strict_json
 from .rows import DataError
@@ -263,11 +263,11 @@ def _temporaries(log: Path) -> list[Path]:
     """The temporary files the writes of ``log`` make beside it (:func:`sokoban_tools.files.write_temp`
     of the log itself, its manifest, its side files and their manifests), left there by a
     writer that died before renaming them."""
-    own = re.compile(re.escape(f".{log.name}") + r"(\.manifest\.json|\.aside-\d+\.[a-z0-9-]+\.(jsonl|manifest\.json))?"
-                     r"\.[A-Za-z0-9_]{8}\.tmp")
+    family = re.compile(re.escape(log.name) + r"(\.manifest\.json|\.aside-\d+\.[a-z0-9-]+\.(jsonl|manifest\.json))?")
     if not log.parent.is_dir():
         return []
-    return sorted(path for path in log.parent.iterdir() if own.fullmatch(path.name) and path.is_file())
+    return sorted(path for path in log.parent.iterdir()
+                  if family.fullmatch(temporary_target(path.name) or "") and path.is_file())
 
 
 def _take_lock(log: Path) -> int:
