@@ -303,11 +303,9 @@ def ready(paths, check: bool) -> bool:
     """Whether a command may start: no interrupted write left a mixed set among the
     directories of ``paths``, and every path is a regular file (or none yet) and,
     unless ``check``, can be written. Says why not on stderr: each interrupted
-    write, or the first unusable path. A write (not ``check``), whose caller holds the
-    folders' exclusive lock, first recovers what a dead writer left (:func:`recover`)."""
+    write, or the first unusable path. Writes nothing: a writer recovers a dead
+    writer's leftovers first, under the folders' exclusive lock (:func:`recover`)."""
     paths = [Path(p) for p in paths]
-    if not check:
-        recover(paths)
     problems = interrupted_writes(path.parent for path in paths)
     if not problems:  # the first unusable path: the others usually share its cause
         problems = [problem for problem in map(not_a_file if check else unwritable, paths) if problem][:1]
@@ -387,6 +385,8 @@ def publish(files: dict[Path, bytes], check: bool, command: str, new_release: bo
     """
     try:
         with locked({path.parent for path in files}, shared=check):
+            if not check:
+                recover(files)
             return _publish(files, check, command, new_release)
     except (LockError, ReleaseError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -434,6 +434,8 @@ def run_command(command: str, check: bool, outputs, build, report=None, new_rele
     """
     try:
         with locked({Path(path).parent for path in outputs}, shared=check):
+            if not check:
+                recover([Path(path) for path in outputs])
             if not ready(outputs, check):
                 return 1
             try:
