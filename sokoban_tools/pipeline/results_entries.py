@@ -20,7 +20,9 @@ only its own and leaves every other folder alone.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from sokoban_published import PUBLISHED_FILES
@@ -44,29 +46,8 @@ OPTIMAL_NOTES = ("The optimal baseline: plays each board's stored shortest solut
                  "environment; no weights, prompt or decoding (null).")
 
 
-@dataclass(frozen=True)
-class Baseline:
-    """One entry this step writes: its folder name, method label, link and how it plays."""
-
-    name: str
-    method: str
-    link: str
-    notes: str
-
-
-ENTRIES = (
-    Baseline("optimal", "stored shortest solution", "docs/scoring.md#floor-and-ceiling-exact-baselines",
-             "every board's stored shortest solution: the optimal baseline"),
-    Baseline("random-policy", "random", "docs/scoring.md#floor-and-ceiling-exact-baselines",
-             "uniformly random moves 1-4 (worked example, run seed-0); its exact expected success is "
-             "the moves_1_4 baseline of fairness/baselines.json"),
-    Baseline("path-follower", "path-follower", "docs/scoring.md#a-worked-example-on-real-episodes",
-             f"the worked example's path follower, run seed-0 at update {UPDATES[-1]}"),
-)
-
-
-def optimal_pass(boards: list[BoardRow], digest: str) -> tuple[list, int]:
-    """Every board's stored shortest solution played; the records and the steps taken."""
+def optimal_pass(boards: list[BoardRow], digest: str) -> tuple[list, dict]:
+    """Every board's stored shortest solution played: the records and their manifest."""
     env = FairSokobanEnv(mode="state")
     records = []
     for row in boards:
@@ -74,20 +55,44 @@ def optimal_pass(boards: list[BoardRow], digest: str) -> tuple[list, int]:
         for action in from_lurd(row.shortest_solution):
             env.play(action)
         records.append(env.tally.record("optimal", "stored-solution", "validation", 0, row.task_id, digest))
-    return records, sum(record.actions for record in records)
+    steps = sum(record.actions for record in records)
+    return records, example_manifest("optimal", (0,), steps, 0, notes=OPTIMAL_NOTES)
 
-assert tuple(baseline.name for baseline in ENTRIES) == BASELINE_ENTRIES
+
+def example_pass(method: str, update: int, boards: list[BoardRow], digest: str) -> tuple[list, dict]:
+    """The worked example's run 0 of ``method`` at ``update``: the records and their manifest."""
+    records, searches = play_pass(method, 0, update, boards, digest)
+    return records, example_manifest(method, (update,), sum(r.actions for r in records), searches)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One entry this step writes: its folder name, method label, link, note, and how it plays
+    (``play(boards, digest)`` gives the records and their manifest)."""
+
+    name: str
+    method: str
+    link: str
+    notes: str
+    play: Callable[[list[BoardRow], str], tuple[list, dict]]
+
+
+OPTIMAL, RANDOM, PATH_FOLLOWER = BASELINE_ENTRIES  # the folder names, which the pipeline's layout keeps
+ENTRIES = (
+    Baseline(OPTIMAL, "stored shortest solution", "docs/scoring.md#floor-and-ceiling-exact-baselines",
+             "every board's stored shortest solution: the optimal baseline", optimal_pass),
+    Baseline(RANDOM, "random", "docs/scoring.md#floor-and-ceiling-exact-baselines",
+             "uniformly random moves 1-4 (worked example, run seed-0); its exact expected success is "
+             "the moves_1_4 baseline of fairness/baselines.json", partial(example_pass, "random", 0)),
+    Baseline(PATH_FOLLOWER, "path-follower", "docs/scoring.md#a-worked-example-on-real-episodes",
+             f"the worked example's path follower, run seed-0 at update {UPDATES[-1]}",
+             partial(example_pass, "path-follower", UPDATES[-1])),
+)
 
 
 def entry_files(baseline: Baseline, boards: list[BoardRow], digest: str, out_dir: Path) -> dict[Path, bytes]:
     """The three files of one entry."""
-    if baseline.name == "optimal":
-        records, steps = optimal_pass(boards, digest)
-        manifest = example_manifest("optimal", (0,), steps, 0, notes=OPTIMAL_NOTES)
-    else:
-        update = 0 if baseline.method == "random" else UPDATES[-1]
-        records, searches = play_pass(baseline.method, 0, update, boards, digest)
-        manifest = example_manifest(baseline.method, (update,), sum(r.actions for r in records), searches)
+    records, manifest = baseline.play(boards, digest)
     log = "".join(record.to_line() + "\n" for record in records).encode("utf-8")
     manifest_bytes = json_document(manifest)
     folder = out_dir / baseline.name
