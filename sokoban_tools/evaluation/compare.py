@@ -54,7 +54,7 @@ from ..records.manifest import SETTING, ManifestError, manifest_path, read_manif
 from .baselines import reference_lines
 from .inputs import check_rows_against_manifests, not_a_log
 from .replay import Verification, verify_rows
-from .score import table
+from .score import percent_interval, table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
                     sign_test_p, wilson_interval)
@@ -236,10 +236,6 @@ def _percent(value: float) -> str:
     return f"{value:+.1%}" if value < 0 else f"{value:.1%}"
 
 
-def _rate(value: float, interval: list[float]) -> str:
-    return f"{value:.1%} [{interval[0]:.1%}–{interval[1]:.1%}]"
-
-
 def _difference(entry: dict) -> str:
     return f"{_percent(entry['difference'])} [{_percent(entry['ci95'][0])}, {_percent(entry['ci95'][1])}]"
 
@@ -294,7 +290,7 @@ def render(report: dict) -> str:
     for u in report["updates"]:
         rows.append([
             str(u["update"]), f"{len(u['runs_a'])}×{len(u['runs_b'])}",
-            _rate(u["success_a"], u["ci95_a"]), _rate(u["success_b"], u["ci95_b"]),
+            percent_interval(u["success_a"], u["ci95_a"]), percent_interval(u["success_b"], u["ci95_b"]),
             f"{u['both']:,}", f"{u['a_only']:,}", f"{u['b_only']:,}", f"{u['neither']:,}",
             _difference(u), f"{u['p_value']:.2g}",
             f"{u['probability_of_improvement']:.2f} [{u['probability_of_improvement_ci95'][0]:.2f}, "
@@ -306,7 +302,8 @@ def render(report: dict) -> str:
         for label, entry in u["by_stratum"].items():
             floor = baselines["by_stratum"][label]
             strata_rows.append([str(u["update"]), f"{label} actions", f"{entry['boards']:,}",
-                                _rate(entry["success_a"], entry["ci95_a"]), _rate(entry["success_b"], entry["ci95_b"]),
+                                percent_interval(entry["success_a"], entry["ci95_a"]),
+                                percent_interval(entry["success_b"], entry["ci95_b"]),
                                 _difference(entry), f"{entry['p_value']:.2g}",
                                 " / ".join(floor_percent(e["success"]) for name, e in floor.items()
                                            if name != "optimal")])

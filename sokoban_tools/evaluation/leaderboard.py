@@ -56,6 +56,7 @@ from ..records.manifest import SETTING, manifest_path, read_manifest
 from ..records.rows import DataError
 from .inputs import check_rows_against_manifests
 from .replay import Verification, verify_rows
+from .score import percent_interval, table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
 from .stats import PairedTable, exact_interval, holm_adjusted, sign_test_p
 
@@ -230,8 +231,7 @@ def settings_differences(entries: list[Entry]) -> list[dict]:
 
 def rate(entry: dict) -> str:
     """``success [low, high]`` of an entry or stratum, in percent."""
-    low, high = entry["ci95"]
-    return f"{entry['success']:.1%} [{low:.1%}, {high:.1%}]"
+    return percent_interval(entry["success"], entry["ci95"], ", ")
 
 
 def verdict(row: dict) -> str:
@@ -244,8 +244,6 @@ def verdict(row: dict) -> str:
 
 def render(report: dict) -> str:
     """The readable form of a :func:`leaderboard` report."""
-    from .score import table
-
     lines = [f"REFUSED {refusal['entry']}: {refusal['reason']}" for refusal in report["refused"]]
     rows = report["entries"]
     if not rows:

@@ -68,10 +68,15 @@ def score(paths: list[Path], validation: Path | None = None, verify: bool = Fals
     }
 
 
+def percent_interval(value: float, interval, separator: str = "–") -> str:
+    """``value% [low%<separator>high%]``: a rate with its interval, as every report prints one."""
+    low, high = interval
+    return f"{value:.1%} [{low:.1%}{separator}{high:.1%}]"
+
+
 def rate(entry: dict) -> str:
     """``wins/boards  rate% [low–high]``."""
-    low, high = entry["ci95"]
-    return f"{entry['wins']}/{entry['boards']} {entry['success']:.1%} [{low:.1%}–{high:.1%}]"
+    return f"{entry['wins']}/{entry['boards']} {percent_interval(entry['success'], entry['ci95'])}"
 
 
 def table(rows: list[list[str]]) -> str:

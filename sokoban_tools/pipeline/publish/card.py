@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 from ...evaluation import compare, leaderboard
+from ...evaluation.compare import floor_percent
 from ...evaluation.charts import PLOT_EXTRA, interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
 from ...evaluation.stats import wilson_interval
@@ -348,10 +349,6 @@ def limitation_values(validation: list[BoardRow]) -> dict[str, object]:
     }
 
 
-def _probability(value: float) -> str:
-    return f"{value:.1%}" if value >= 0.001 else f"{value * 100:.2g}%"
-
-
 def baselines_values(baselines: dict) -> dict[str, object]:
     """The card's baselines table and the figures quoted around it."""
     rows = [["Split", "Boards", *[f"P(solve), {POLICY_LABELS[p]}" for p in POLICIES],
@@ -362,7 +359,7 @@ def baselines_values(baselines: dict) -> dict[str, object]:
                  for label, entry in body["by_stratum"].items()]
         for name, entry in [(f"**{split}, all**", body["overall"]), *parts]:
             rows.append([name, _count(entry["boards"]),
-                         *[_probability(entry[p]["success"]["float"]) for p in POLICIES],
+                         *[floor_percent(entry[p]["success"]["float"]) for p in POLICIES],
                          *[f"{entry[p]['expected_return']['float']:.2f}" for p in POLICIES],
                          f"{entry['optimal_return']['float']:.2f}"])
     validation = baselines["splits"]["validation"]["overall"]
@@ -371,8 +368,8 @@ def baselines_values(baselines: dict) -> dict[str, object]:
         "baseline_horizon": HORIZON,
         "baseline_rewards": (f"every turn {STEP_PENALTY:+g}, action 0 included; the solving push another "
                              f"{BOX_ON_TARGET_REWARD + WIN_REWARD:+g}, and it ends the episode"),
-        "baseline_validation_moves": _probability(validation["moves_1_4"]["success"]["float"]),
-        "baseline_validation_outputs": _probability(validation["outputs_0_4"]["success"]["float"]),
+        "baseline_validation_moves": floor_percent(validation["moves_1_4"]["success"]["float"]),
+        "baseline_validation_outputs": floor_percent(validation["outputs_0_4"]["success"]["float"]),
         "baseline_validation_exact": validation["moves_1_4"]["success"]["exact"],
     }
 
