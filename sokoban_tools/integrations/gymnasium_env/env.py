@@ -47,7 +47,6 @@ for a policy that never learnt on the training boards).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import lru_cache, partial
 from pathlib import Path
 
@@ -226,7 +225,7 @@ class SokobanFairnessEnv(gymnasium.Env):
         record = self._game.tally.record(self.method, self.run, "validation" if validation else "training",
                                          self.update if validation else self._draw, self._row.task_id,
                                          self.sha256 if validation else None)
-        self._writer.append([replace(record, episode_return=round(record.episode_return, 10))])
+        self._writer.append([record])  # as every writer records it: the tally's return, unrounded
 
     def close(self):
         """Release the episode log (its lock goes with the last environment of the process using it)."""
