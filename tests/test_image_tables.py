@@ -47,6 +47,13 @@ def test_image_tables__hold_the_fairness_rows_in_order_typed_as_the_cards_yaml(t
         assert isinstance(tables[split].features["image"], datasets.Image)
 
 
+def test_column_types__name_every_row_key_in_order_as_the_loading_script_checks_rows():
+    from sokoban_published import ROW_KEYS
+    from sokoban_tools.records.rows import COLUMN_TYPES
+
+    assert tuple(name for name, _, _ in COLUMN_TYPES) == ROW_KEYS
+
+
 def test_image_tables__images_are_the_loading_scripts_png_bytes_and_the_game_frame(tables):
     for split, step in (("validation", 1), ("train", 97)):
         raw = tables[split].cast_column("image", datasets.Image(decode=False))

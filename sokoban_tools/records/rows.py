@@ -25,6 +25,10 @@ from ..rules.board import Board, from_lurd, lurd_of, play, to_lurd
 from . import strict_json
 
 REGENERATE_HINT = "regenerate it with the reproduction commands in fairness/README.md"
+# Each column's value type as datasets names it, and how deep it nests (a room is a list of rows):
+# the card's YAML features, the image tables' datasets features and their Parquet schema all say this.
+COLUMN_TYPES = (("task_id", "string", 0), ("seed", "int64", 0), ("room_fixed", "int8", 2), ("room_state", "int8", 2),
+                ("xsb", "string", 0), ("shortest_solution", "string", 0), ("shortest_solution_length", "int32", 0))
 # Far above any file the commands read (train.jsonl is 1.7 MB): bounds a read of the wrong file.
 MAX_FILE_BYTES = 64 << 20
 

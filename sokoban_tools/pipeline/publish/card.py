@@ -39,7 +39,7 @@ from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD,
                        RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
                        SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
                        VALIDATION_DATA, VERIFICATION_FILE, IMAGE_TABLES, published)
-from ...records.rows import BoardRow, DataError, read_board_file, read_regular_file
+from ...records.rows import COLUMN_TYPES, BoardRow, DataError, read_board_file, read_regular_file
 from ...rules.board import ACTION_NAMES, from_lurd
 from ...rules.images import render_board
 from ...protocol import stratum_of
@@ -55,16 +55,9 @@ from ..release import CARD_TEMPLATE, DATA_FILES, FLAG, NOT_WITH_CHECK, Release, 
 REPO = ROOT
 TEMPLATES = CARD_TEMPLATE.parent
 COMMAND = "python -m sokoban_tools card"
-# The script-free schema of a row, as the JSON loader reads it: (column, YAML type).
-ROW_FEATURES = (
-    ("task_id", "dtype: string"),
-    ("seed", "dtype: int64"),
-    ("room_fixed", "sequence:\n      sequence: int8"),
-    ("room_state", "sequence:\n      sequence: int8"),
-    ("xsb", "dtype: string"),
-    ("shortest_solution", "dtype: string"),
-    ("shortest_solution_length", "dtype: int32"),
-)
+# The script-free schema of a row, as the JSON loader reads it: (column, YAML type; nested lists as sequences).
+ROW_FEATURES = tuple((name, f"dtype: {kind}" if depth == 0 else "sequence:\n      " * (depth - 1) + f"sequence: {kind}")
+                     for name, kind, depth in COLUMN_TYPES)
 
 
 def published_files(repo: Path, rows: dict[str, list[BoardRow]] | None = None) -> dict[str, dict]:

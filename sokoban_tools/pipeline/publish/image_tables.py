@@ -30,23 +30,20 @@ import json
 from sokoban_render import PALETTE, encode_png, render_indices
 
 from ...layout import IMAGE_TABLES
-from ...records.rows import BoardRow
+from ...records.rows import COLUMN_TYPES, BoardRow
 
 PYARROW = "26.0.1"  # the version that writes the committed files; the test extra pins it too
 ROW_GROUP_ROWS = 1000  # readers page through row groups; 1,000 boards are about 750 kB
-# The features as datasets reads them from the schema metadata (the JSONL configurations' types, plus the image).
-FEATURES = {
-    "task_id": {"dtype": "string", "_type": "Value"},
-    "seed": {"dtype": "int64", "_type": "Value"},
-    "room_fixed": {"feature": {"feature": {"dtype": "int8", "_type": "Value"}, "_type": "Sequence"},
-                   "_type": "Sequence"},
-    "room_state": {"feature": {"feature": {"dtype": "int8", "_type": "Value"}, "_type": "Sequence"},
-                   "_type": "Sequence"},
-    "xsb": {"dtype": "string", "_type": "Value"},
-    "shortest_solution": {"dtype": "string", "_type": "Value"},
-    "shortest_solution_length": {"dtype": "int32", "_type": "Value"},
-    "image": {"_type": "Image"},
-}
+
+
+def _feature(kind: str, depth: int) -> dict:
+    """A column's datasets feature, as datasets reads it from the schema metadata."""
+    return {"dtype": kind, "_type": "Value"} if depth == 0 else {"feature": _feature(kind, depth - 1),
+                                                                 "_type": "Sequence"}
+
+
+# The JSONL configurations' types (records.rows.COLUMN_TYPES), plus the image.
+FEATURES = {**{name: _feature(kind, depth) for name, kind, depth in COLUMN_TYPES}, "image": {"_type": "Image"}}
 
 
 class ImageTablesUnavailable(ValueError):
@@ -76,10 +73,11 @@ def image_png(stored: dict) -> bytes:
 def parquet_bytes(rows: list[BoardRow]) -> bytes:
     """One split's image table: ``rows`` in order, with their images."""
     pa, pq = _pyarrow()
-    grid = pa.list_(pa.list_(pa.int8()))
+    def arrow_type(kind: str, depth: int):
+        return getattr(pa, kind)() if depth == 0 else pa.list_(arrow_type(kind, depth - 1))
+
     schema = pa.schema([
-        ("task_id", pa.string()), ("seed", pa.int64()), ("room_fixed", grid), ("room_state", grid),
-        ("xsb", pa.string()), ("shortest_solution", pa.string()), ("shortest_solution_length", pa.int32()),
+        *((name, arrow_type(kind, depth)) for name, kind, depth in COLUMN_TYPES),
         ("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
     ], metadata={"huggingface": json.dumps({"info": {"features": FEATURES}}, sort_keys=True)})
     stored = [json.loads(row.line) for row in rows]  # each column as the JSONL file spells it
