@@ -193,7 +193,7 @@ def test_ray__bad_actions_are_refused_with_the_worker_index(training):
         training.step([1, 1, 1, "left"])
 
 
-def test_ray__a_worker_keeps_only_the_board(ray, training, rows):
+def test_ray__a_worker_keeps_the_board_and_its_episodes_moves_nothing_of_the_stored_row(ray, training, rows):
     by_id, _ = rows
     training.reset()
     [envs] = ray.get([actor.__ray_call__.remote(lambda held: held.envs) for actor in training.workers.actors])
