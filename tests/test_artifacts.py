@@ -48,21 +48,28 @@ def run_selector(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
                            *args], capture_output=True, text=True, timeout=300)
 
 
-def test_a_kill_between_renames_is_reported_by_check_and_by_the_next_write(data_dir):
-    # The selector, killed (SIGKILL: no cleanup runs) just before it renames its second file.
+def kill_selector(data_dir: Path, module: str, function: str, path_argument: int) -> int:
+    """The selector's exit code when SIGKILL (no cleanup runs) stops it in ``module.function``
+    the moment that is called for its second file, the selection report (the call's argument
+    ``path_argument`` names the file)."""
     program = textwrap.dedent(f"""
-        import os, runpy, signal, sys
-        rename = os.replace
-        def dying_replace(source, target):
-            if str(target).endswith({SELECTION_FILE!r}):
+        import importlib, os, runpy, signal, sys
+        module = importlib.import_module({module!r})
+        called = getattr(module, {function!r})
+        def dying(*arguments):
+            if str(arguments[{path_argument}]).endswith({SELECTION_FILE!r}):
                 os.kill(os.getpid(), signal.SIGKILL)
-            rename(source, target)
-        os.replace = dying_replace
+            return called(*arguments)
+        setattr(module, {function!r}, dying)
         sys.argv = ["select_evaluation_256.py", "--data-dir", {str(data_dir)!r}]
         runpy.run_path({str(REPO / "select_evaluation_256.py")!r}, run_name="__main__")
     """)
-    killed = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, timeout=300)
-    assert killed.returncode == -9
+    return subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, timeout=300).returncode
+
+
+def test_a_kill_between_renames_is_reported_by_check_and_by_the_next_write(data_dir):
+    # The selector, killed (SIGKILL: no cleanup runs) just before it renames its second file.
+    assert kill_selector(data_dir, "os", "replace", 1) == -9  # replace(source, target)
     assert (data_dir / VALIDATION_FILE).read_bytes() == (DATA_DIR / VALIDATION_FILE).read_bytes()
     assert (data_dir / SELECTION_FILE).read_bytes() == STALE  # a mixed set on disk
     assert JOURNAL in leftovers(data_dir)
@@ -88,21 +95,7 @@ def test_a_kill_between_renames_is_reported_by_check_and_by_the_next_write(data_
 
 
 def test_a_kill_while_writing_temporaries_leaves_them_to_the_next_write_which_removes_them(data_dir):
-    program = textwrap.dedent(f"""
-        import os, runpy, signal, sys
-        import sokoban_tools.files as files
-        write_temp = files.write_temp
-        def dying_write_temp(path, data):
-            if str(path).endswith({SELECTION_FILE!r}):
-                os.kill(os.getpid(), signal.SIGKILL)
-            return write_temp(path, data)
-        import sokoban_tools.pipeline.artifacts as artifacts
-        artifacts.write_temp = dying_write_temp
-        sys.argv = ["select_evaluation_256.py", "--data-dir", {str(data_dir)!r}]
-        runpy.run_path({str(REPO / "select_evaluation_256.py")!r}, run_name="__main__")
-    """)
-    killed = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, timeout=300)
-    assert killed.returncode == -9
+    assert kill_selector(data_dir, "sokoban_tools.pipeline.artifacts", "write_temp", 0) == -9
     dead = [name for name in leftovers(data_dir)]
     assert dead and JOURNAL not in dead  # temporaries only: the old set is whole
     again = run_selector(data_dir)
