@@ -77,3 +77,4 @@ EXAMPLE_EPISODES = ROOT / "examples" / "episodes"
 RESULTS_FOLDER = "results"
 RESULTS_DIR = ROOT / RESULTS_FOLDER
 BASELINE_ENTRIES = ("optimal", "random-policy", "path-follower")
+REAL_MODEL_ENTRY = "smollm2-135m-text"  # a real model on a real server, the text turn's worked example

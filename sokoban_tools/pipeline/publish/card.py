@@ -24,25 +24,25 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ...evaluation import compare, leaderboard
+from ...evaluation import compare, leaderboard, score
 from ...evaluation.compare import floor_percent
 from ...evaluation.charts import PLOT_EXTRA, interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
 from ...evaluation.stats import wilson_interval
 from ...evaluation.baselines import POLICY_LABELS
-from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX
+from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX, manifest_path, read_manifest
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
                        DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
-                       LAST_UPDATE_IMAGE, LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS, REPLAY_IMAGE, RESULTS_FOLDER,
-                       RESULTS_IMAGE, ROOT,
-                       RUNTIME_EXAMPLE, SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME,
-                       SOURCE_POOL_VERIFICATION_FILE, SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME,
-                       VALIDATION_DATA, VERIFICATION_FILE, IMAGE_TABLES, published)
+                       IMAGE_TABLES, LAST_UPDATE_IMAGE, LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS,
+                       REAL_MODEL_ENTRY, REPLAY_IMAGE, RESULTS_FOLDER, RESULTS_IMAGE, ROOT, RUNTIME_EXAMPLE,
+                       SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE,
+                       SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME, VALIDATION_DATA, VERIFICATION_FILE, published)
+from ...records.episodes import MOVE_LETTERS, read_episodes
 from ...records.rows import COLUMN_TYPES, BoardRow, DataError, read_board_file, read_regular_file
 from ...rules.board import ACTION_NAMES, from_lurd
 from ...rules.images import render_board
-from ...protocol import stratum_of
+from ...protocol import VALIDATION_SIZE, stratum_of
 from ...protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from ...runtime.config import MAX_ENVIRONMENTS
 from ...runtime.workers import DEFAULT_ENVS_PER_ACTOR, RESTART_TIMEOUT
@@ -419,16 +419,38 @@ def results_values(report: dict) -> dict[str, object]:
     """The card's compact results table and the results page's full one, from the leaderboard."""
     rows = [["Entry", "Model", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 4]
     rows += [[f"`{r['entry']}`", r["model"], leaderboard.rate(r), leaderboard.verdict(r)] for r in report["entries"]]
-    keys = {d["key"] for d in report["settings_differ"]}
-    groups = list(dict.fromkeys(s.group.lower() for s in SETTINGS if s.key in keys))
-    differ = (f"{len(keys)} of {len(SETTINGS)}, in {', '.join(groups)} ([values](docs/results.md#the-table))"
-              if keys else "none")
+    keys = report["settings_differ"]
+    differ = f"{len(keys)} of {len(SETTINGS)} ([each entry's values](docs/results.md#the-table))" if keys else "none"
     return {
         "results_table": _table(rows),
         "results_settings_differ": differ,
         "results_leaderboard": leaderboard.render(report),
         "results_entries": len(report["entries"]),
         "results_alpha": leaderboard.ALPHA,
+    }
+
+
+def real_model_values(repo: Path) -> dict[str, object]:
+    """The text turn's worked example, the committed entry of a real model: its ``score``
+    output and how its run differs from verl-agent's validation, from its log and manifest."""
+    log = repo / RESULTS_FOLDER / REAL_MODEL_ENTRY / leaderboard.LOG
+    manifest = read_manifest(manifest_path(log))
+    settings, costs = manifest["settings"], manifest["costs"]
+    moves = "".join(record.moves for record in read_episodes(log))
+    return {
+        "real_model_entry": REAL_MODEL_ENTRY,
+        "real_model_score": score.render(score.score([log], validation=repo / VALIDATION_DATA)),
+        "real_model_settings": manifest["notes"]["protocol_settings"].split(": ", 1)[-1],
+        "real_model_revision": settings["initial_weights.revision"],
+        "real_model_turns": _count(len(moves)),
+        "real_model_moving_turns": _count(len(moves) - moves.count(MOVE_LETTERS[0])),
+        "real_model_turn_bound": _count(settings["action_horizon"] * VALIDATION_SIZE),
+        "real_model_history_length": settings["image_processing.history_length"],
+        "real_model_max_tokens": settings["decoding.validation.response_length"],
+        "real_model_requests": _count(costs["requests"]["value"]),
+        "real_model_prompt_tokens": _count(costs["prompt_tokens"]["value"]),
+        "real_model_completion_tokens": _count(costs["completion_tokens"]["value"]),
+        "real_model_hours": f"{costs['wall_time']['value'] / 3600:.1f}",
     }
 
 
@@ -500,7 +522,8 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     first = validation[0]
     try:  # the reports' entries, read where each figure is made
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
-                  **example_values(example), **results_values(results), **fair_comparison_values()}
+                  **example_values(example), **results_values(results), **real_model_values(repo),
+                  **fair_comparison_values()}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()
