@@ -19,9 +19,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,8 @@ import pytest
 
 from conftest import REPO
 from sokoban_tools.evaluation import compare, score
+from sokoban_tools.integrations.served import evaluate as served_evaluate
+from sokoban_tools.integrations.served.client import ServedModel
 from sokoban_tools.integrations.served.evaluate import main as evaluate_main
 from sokoban_tools.integrations.served.prompt import UPSTREAM_COMMIT, VISUAL_PROMPT
 from sokoban_tools.integrations.served.turn import request_seed
@@ -326,6 +330,28 @@ def test_the_key_comes_from_the_named_variable_and_is_written_nowhere(tmp_path, 
                                 "--api-key-env", "UNSET_KEY_VARIABLE")
     stopped_with_one_line(code, err, "UNSET_KEY_VARIABLE")
     assert all(b"sekret" not in path.read_bytes() for path in tmp_path.iterdir())
+
+
+class PausingStop(threading.Event):
+    """A stop whose first ``set`` returns only after a pause: the thread that stops the run
+    finishes after the requests it stopped, as it can on a busy machine."""
+
+    def set(self) -> None:
+        first = not self.is_set()
+        super().set()
+        if first:
+            time.sleep(1.0)
+
+
+def test_the_failure_that_stopped_the_run_is_named_not_a_request_it_stopped(tmp_path, capsys, monkeypatch):
+    """Request 1 gets a 503 and waits to retry; request 2 is refused (401), which stops the run and
+    ends that wait. The waiting request fails because the run stopped and finishes first; the
+    line must still name the 401 (under CPU burners it said only "error: stopped")."""
+    monkeypatch.setattr(served_evaluate, "ServedModel", partial(ServedModel, stop=PausingStop()))
+    with LoopbackServer(Script("random", keep=False, fail={1: 503, 2: 401})) as server:
+        code, _, err = evaluate(capsys, server.base_url, tmp_path / "log.jsonl", "--boards", "2", "--concurrency",
+                                "2", "--backoff", "30")
+    stopped_with_one_line(code, err, "refused the API key")
 
 
 def test_a_server_dying_mid_run_stops_it_and_resume_on_a_new_server_finishes_it(tmp_path, capsys):

@@ -304,6 +304,7 @@ class Evaluation:
         self.wins = sum(record.won for record in held.values())
         self.lock = threading.Lock()
         self.stop = model.stop
+        self.failure: BaseException | None = None  # what stopped the run (see stopped_by)
         self.progress = None
         self.spent: dict[str, float] = {}  # this run's costs
         self.wall = 0.0
@@ -321,8 +322,8 @@ class Evaluation:
                                f"{self.args.max_prompt_length} (data.max_prompt_length), a prompt verl-agent's "
                                f"validation refuses: serve the model verl-agent trains, or raise both limits "
                                f"together")
-            except BaseException:
-                self.stop.set()  # at once: no other board asks the server again
+            except BaseException as err:
+                self.stopped_by(err)
                 raise
             episode.answer(answer.text)
         record = episode.record(self.args.method, self.args.run, self.args.update, self.sha256)
@@ -335,11 +336,19 @@ class Evaluation:
                 self.progress.update(1)
         return record
 
+    def stopped_by(self, error: BaseException) -> None:
+        """Stop the run at once, so no other board asks the server again, and keep ``error`` as
+        what stopped it if nothing had: the requests in flight then fail because the run stopped,
+        and whichever of them finishes first must not be named as the cause."""
+        with self.lock:
+            if not self.stop.is_set():
+                self.failure = error
+                self.stop.set()
+
     def run(self) -> Stop | None:
         """Play every board left; the failure that stopped the run, if one did."""
         from tqdm import tqdm
 
-        failure = None
         last_costs = time.monotonic()
         started = last_costs
         self.progress = tqdm(total=self.boards, initial=self.played, desc="boards", unit="board", disable=None,
@@ -350,10 +359,8 @@ class Evaluation:
             while pending:
                 done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
                 for future in done:
-                    error = future.exception()
-                    if error is not None and failure is None:
-                        failure = error if isinstance(error, Stop) else Stop(f"{type(error).__name__}: {error}")
-                        self.stop.set()
+                    if (error := future.exception()) is not None:
+                        self.stopped_by(error)  # a failure outside a request
                 if time.monotonic() - last_costs > COST_INTERVAL:
                     now = time.monotonic()
                     self.write_costs(now - last_costs)
@@ -366,7 +373,8 @@ class Evaluation:
             self.progress.close()
             self.write_costs(time.monotonic() - last_costs)
             self.wall = time.monotonic() - started
-        return failure
+        failure = self.failure
+        return failure if failure is None or isinstance(failure, Stop) else Stop(f"{type(failure).__name__}: {failure}")
 
     def write_costs(self, seconds: float) -> None:
         entries = self.model.usage.take()
