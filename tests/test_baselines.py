@@ -16,7 +16,8 @@ from sokoban_tools.evaluation import baselines as exact
 from sokoban_tools.pipeline import baselines
 from sokoban_tools.rules.board import ACTIONS
 from sokoban_tools.protocol import BOX_ON_TARGET_REWARD, STEP_PENALTY, WIN_REWARD
-from sokoban_tools.runtime.env import FairSokobanEnv, step_reward
+from sokoban_tools.rules.reward import step_reward
+from sokoban_tools.runtime.env import FairSokobanEnv
 from sokoban_tools.records.rows import read_rows
 
 

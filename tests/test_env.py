@@ -29,7 +29,8 @@ from unavailable import unavailable
 from sokoban_render import render_rgb
 from sokoban_tools.rules.board import DOWN, RIGHT, UP, Board, from_lurd
 from sokoban_tools.protocol import DEFAULT_MAX_STEPS
-from sokoban_tools.runtime.env import MODES, NO_ACTION, FairSokobanEnv, render, step_reward
+from sokoban_tools.rules.reward import step_reward
+from sokoban_tools.runtime.env import MODES, NO_ACTION, FairSokobanEnv, render
 from sokoban_tools.rules.images import replay_frames
 from sokoban_tools.pipeline.publish.runtime_benchmark import load_into_gym
 from sokoban_tools.records.tasks import load_validation

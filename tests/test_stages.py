@@ -8,6 +8,7 @@ selector) writes the published files from a clone; it imports the product,
 never the other way round. Within each part the modules are stages in order:
 
   product:  shared -> rules -> records -> runtime -> evaluation -> integrations
+            (evaluation checks logs by the rules alone: it imports nothing of runtime)
   pipeline: pipeline-shared -> generate -> selection -> verification -> examples -> publish
 
 and the command line (``__main__``) sits above both.
@@ -134,3 +135,17 @@ def test_border__the_check_sees_a_crossing_and_a_later_import_at_any_depth_and_r
         "sokoban_tools.runtime.env (product) imports sokoban_tools.pipeline.publish (pipeline)",
         "sokoban_tools.runtime.env (product) imports sokoban_tools.pipeline.publish.card (pipeline)",
     ]
+
+
+def test_border__scoring_checks_logs_by_the_rules_never_by_the_runtime_that_wrote_them():
+    """Replay and the exact baselines recompute from :mod:`sokoban_tools.rules`: a check that ran the
+    runtime's own environment would share its mistakes."""
+    sources = repository_sources()
+    scoring = [module for module in sources if stage_of(module) == "evaluation"]
+    assert "sokoban_tools.evaluation.replay" in scoring
+    crossing = []
+    for module in scoring:
+        source, is_package = sources[module]
+        crossing += [f"{module} imports {name}" for name in sorted(imported_modules(source, module, is_package))
+                     if stage_of(name) == "runtime"]
+    assert crossing == []

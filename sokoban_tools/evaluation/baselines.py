@@ -11,7 +11,7 @@ shortest solution) returns:
 
 The horizon is 15 *trainer turns*: the rollout loop spends a turn on every
 output, including 0, although the original environment does not count 0 as an
-environment step. Rewards are the environment's (:func:`env.step_reward`, each
+environment step. Rewards are the environment's (:func:`sokoban_tools.rules.reward.step_reward`, each
 float read as the decimal it prints as): every turn, 0 included, costs the step
 penalty; the push onto the target adds the target and win rewards and ends the
 episode. Probabilities come from dynamic programming over (player, box)
@@ -36,7 +36,7 @@ import numpy as np
 from ..protocol import DEFAULT_MAX_STEPS, STRATA, stratum_of
 from ..records.rows import BoardRow, DataError
 from ..rules.board import ACTIONS, Board, from_lurd, layout, play
-from ..runtime.env import step_reward
+from ..rules.reward import step_reward
 
 HORIZON = DEFAULT_MAX_STEPS
 NO_OP = 0  # verl-agent's action for an answer it cannot parse

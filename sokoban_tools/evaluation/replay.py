@@ -1,9 +1,9 @@
 """Replay logged episodes on their stored boards, so a claimed win is checked, not believed.
 
 Every record holds its ``moves`` (:mod:`sokoban_tools.records.episodes`). :func:`replay`
-plays them from the stored board through the runtime environment
-(:class:`sokoban_tools.runtime.env.FairSokobanEnv`, verl-agent's rules and rewards) with
-the run's action horizon, and :func:`check_record` compares what the replay gives with
+plays them from the stored board by the game's own rules (the move rule, the reward and the
+episode's end of :mod:`sokoban_tools.rules`, verl-agent's), never through the runtime that
+wrote them, with the run's action horizon, and :func:`check_record` compares what the replay gives with
 what the record claims: the outcome, the count of actions 1-4 and the return. A replay
 also refuses moves that go on after the episode was over (the box on its target, or the
 horizon's last counted step) and more turns than the horizon.
@@ -24,15 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from ..protocol import DEFAULT_MAX_STEPS
+from ..protocol import DEFAULT_MAX_STEPS, STEP_PENALTY
 from ..records.episodes import EpisodeRecord, actions_of, read_episodes
 from ..records.manifest import environment_settings, manifest_path, read_manifest
 from ..records.rows import DataError
 from ..records.tasks import load_training, load_validation
 from ..rules.board import Board
-from ..runtime.env import FairSokobanEnv
+from ..rules.reward import episode_over, step_reward
 from .scoring import LoggedRow
 
+NO_ANSWER = 0  # a turn whose answer was no move: the step penalty, nothing moves, no step counted
 RETURN_TOLERANCE = 1e-6  # a writer may round the return (Gymnasium keeps 10 decimals)
 
 
@@ -48,19 +49,25 @@ class Replay:
 
 
 def replay(board: Board, moves: str, horizon: int = DEFAULT_MAX_STEPS) -> Replay:
-    """Play ``moves`` from ``board`` under the runtime's rules with ``horizon`` counted steps."""
-    env = FairSokobanEnv(mode="state", max_steps=horizon)
-    env.start(board)
+    """Play ``moves`` from ``board`` under the game's rules (:mod:`sokoban_tools.rules`) with
+    ``horizon`` counted steps. It keeps its own count on purpose, using neither the runtime
+    environment nor the writers' tally: a check that ran the writer's code would share its bugs."""
     problem = None
     if len(moves) > horizon:
         problem = f"{len(moves)} turns, more than the action horizon of {horizon}"
+    position, counted, total, over = board, 0, 0.0, False
     for turn, action in enumerate(actions_of(moves), start=1):
-        if env.tally.done:
+        if over:
             problem = f"move {turn} of {len(moves)} comes after the episode was over"
             break
-        env.play(action)
-    tally = env.tally
-    return Replay(tally.won, tally.actions, tally.total, problem)
+        if action == NO_ANSWER:
+            total += STEP_PENALTY
+            continue
+        after, _ = position.move(action)
+        counted += 1
+        total += step_reward(position, after)
+        position, over = after, episode_over(after, counted, horizon)
+    return Replay(over and position.is_solved, counted, total, problem)
 
 
 def rewards_replayable(manifest: dict | None) -> bool:

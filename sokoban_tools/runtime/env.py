@@ -46,10 +46,11 @@ import numpy as np
 from sokoban_render import render_position
 
 from ..checks import integer
-from ..protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
+from ..protocol import DEFAULT_MAX_STEPS, STEP_PENALTY
 from ..records.episodes import EpisodeTally
 from ..records.rows import BoardRow
 from ..rules.board import ACTIONS, ACTION_NAMES, TARGET, Board
+from ..rules.reward import episode_over, step_reward
 
 NO_ACTION = 0  # verl-agent's INVALID_ACTION: what its projection sends for an unparseable answer
 ALL_ACTIONS = (NO_ACTION, *ACTIONS)
@@ -76,18 +77,6 @@ class ResetInfo(TypedDict):
     stored boards are nonterminal."""
 
     won: bool
-
-
-def step_reward(before: Board, after: Board) -> float:
-    """gym-sokoban 0.0.6's reward for the move (action 1-4) from ``before`` to ``after``."""
-    reward = STEP_PENALTY
-    if after.is_solved and not before.is_solved:
-        reward += BOX_ON_TARGET_REWARD
-    elif before.is_solved and not after.is_solved:
-        reward += BOX_OFF_TARGET_PENALTY
-    if after.is_solved:
-        reward += WIN_REWARD
-    return reward
 
 
 def checked_mode(mode, name: str = "mode") -> str:
@@ -223,7 +212,7 @@ class FairSokobanEnv:
             after, outcome = before.move(int(action))
             self._board = after
             self._steps += 1
-            done = after.is_solved or self._steps == self.max_steps
+            done = episode_over(after, self._steps, self.max_steps)
             reward, info = step_reward(before, after), StepInfo(action_is_effective=outcome != "none",
                                                                 won=after.is_solved)
         self.tally.add(action, reward, done, info["won"])
