@@ -41,20 +41,37 @@ def read_bounded(path: Path | str, limit: int, what: str = "file") -> bytes:
     return data
 
 
-def unwritable(path: Path) -> str | None:
-    """Why ``path`` cannot be written as a file, with the fix; ``None`` if it can."""
+TEMPORARY_EXTRA = len(".") + len(".") + 8 + len(".tmp")  # write_temp's name: ".<name>.<8 characters>.tmp"
+
+
+def unwritable(path: Path, option: str | None = None) -> str | None:
+    """Why ``path`` cannot be written as a file, with the fix; ``None`` if it can. ``option``
+    names how the user gave the path (``--log``, ``episode_log``), so the fix names what to
+    change; without it the fix names no option, since the caller's may be none."""
+    another = f"give {option} another path" if option else "give another path"
+    try:
+        return _unwritable(path, another)
+    except OSError as err:  # a name too long for the file system, a loop of links
+        return f"{path}: cannot be written ({err.strerror}); {another}"
+
+
+def _unwritable(path: Path, another: str) -> str | None:
     if path.is_dir():
-        return f"{path}: is a directory, but the command writes a file there; move it away or give a file name"
+        return f"{path}: is a directory, but the command writes a file there; move it away or {another}"
     if path.exists() and not stat.S_ISREG(path.stat().st_mode):
-        return f"{path}: is not a regular file, so the command will not replace it; give another file name"
+        return f"{path}: is not a regular file, so the command will not replace it; {another}"
     existing = path.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        return f"{existing}: is a file, but it must be a directory; give a directory (e.g. --data-dir)"
+        return f"{existing}: is a file, but it must be a directory; move it away or {another}"
+    longest = os.pathconf(existing, "PC_NAME_MAX") - TEMPORARY_EXTRA
+    if len(os.fsencode(path.name)) > longest:  # the file is written as a temporary beside it, then renamed
+        return (f"{path}: its name is {len(os.fsencode(path.name))} bytes long, and the folder takes names of at "
+                f"most {longest} bytes for a file written there (the temporary file beside it is longer); "
+                f"{another}, with a shorter name")
     try:
         tempfile.TemporaryFile(dir=existing).close()  # a real write test: root ignores mode bits
     except OSError as err:
-        return (f"{existing}: cannot be written ({err.strerror}); make it writable "
-                f"(chmod u+w) or give another directory (e.g. --data-dir)")
+        return f"{existing}: cannot be written ({err.strerror}); make it writable (chmod u+w) or {another}"
     return None

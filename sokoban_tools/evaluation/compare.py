@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
     parser.add_argument("--allow-difference", action="extend", nargs="+", default=[], metavar="KEY",
-                        type=lambda text: [key for key in text.split(",") if key],
+                        type=lambda text: text.replace(",", " ").split(),  # "a, b" is two keys: spaces are no part of one
                         help="compare although these controlled settings differ (each printed as a caveat); "
                              "several keys at once, space- or comma-separated")
     parser.add_argument("--updates", type=int, nargs="+", metavar="U",
@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [key for key in args.allow_difference if key not in SETTING]
     if unknown:
         parser.error(f"--allow-difference {unknown[0]}: not a controlled setting; they are {', '.join(SETTING)}")
-    problem = unwritable(args.plot) if args.plot else None
+    problem = unwritable(args.plot, "--plot") if args.plot else None
     if problem:  # before the work, so a bad --plot does not cost the report
         where = "" if problem.startswith(f"{args.plot}:") else f"{args.plot}: cannot be written, since "
         print(f"error: --plot {where}{problem}", file=sys.stderr)

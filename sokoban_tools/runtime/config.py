@@ -178,7 +178,7 @@ def check_episode_log(path) -> Path | None:
         raise ValueError(f"episode_log must name a file, got {str(path)!r}")
     if not path.parent.is_dir():
         raise ValueError(f"episode_log {path}: the folder {path.parent} does not exist; create it first")
-    problem = unwritable(path)
+    problem = unwritable(path, "episode_log")
     if problem:
         raise ValueError(f"episode_log {problem}")
     return path

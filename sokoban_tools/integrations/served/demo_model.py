@@ -42,6 +42,7 @@ from PIL import Image
 
 from sokoban_render import TILE_SIZE, render_rgb
 
+from ...checks import integer
 from ...rules.board import ACTION_NAMES, FLOOR, PLAYER, TARGET, WALL, Board
 from ...rules.solver import shortest_solution
 from ...runtime.projection import project_answer
@@ -146,6 +147,26 @@ POLICIES: dict[str, Callable[[Board, int], str]] = {
     "mixed": observation_policy,  # mostly shortest, some wasted moves and bad answers
 }
 DEMO_MODEL = "sokoban-demo"
+PORTS = (0, 65535)  # 0: any free port
+
+
+def port_number(value) -> int:
+    """``value`` (an int, or the text of ``--port``) as a port to listen on, 0 for any free one;
+    a ``ValueError`` naming the range otherwise, so no socket call ever sees it."""
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise ValueError(f"the port must be an integer from {PORTS[0]} to {PORTS[1]} (0: any free one), "
+                             f"got {value!r}") from None
+    return integer("the port (0: any free one)", value, *PORTS)
+
+
+def _port_option(text: str) -> int:
+    try:
+        return port_number(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 @dataclass
@@ -190,7 +211,7 @@ class LoopbackServer:
         self.closed = threading.Event()
         self.listening = True
         self.closing = threading.Lock()
-        self.server = _QuietServer(("127.0.0.1", port), _handler(self))
+        self.server = _QuietServer(("127.0.0.1", port_number(port)), _handler(self))
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
@@ -382,29 +403,31 @@ def main(argv: list[str] | None = None) -> int:
                              "floor of fairness/baselines.json), shortest (solves every board), bad-answers (text the "
                              "projection cannot read), mixed (mostly shortest, some wasted moves and bad answers); "
                              "default: random")
-    parser.add_argument("--port", type=int, default=8000,
+    parser.add_argument("--port", type=_port_option, default=8000,
                         help="the port on 127.0.0.1 to listen on, 0 for any free one (default: 8000)")
     parser.add_argument("--model", default=DEMO_MODEL,
                         help=f"the name it serves, which evaluate's --model gives (default: {DEMO_MODEL})")
     parser.add_argument("--api-key", default=None,
                         help="refuse requests without this key (default: any request is answered)")
     args = parser.parse_args(argv)
+    stop = threading.Event()
+    # Ctrl-C and SIGTERM only ask the loop below to stop, from before the server exists: a
+    # KeyboardInterrupt raised between two lines (the banner printed, the loop not yet
+    # entered, the server closing) would end the command with a traceback
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     try:
         server = LoopbackServer(Script(args.policy, model=args.model, api_key=args.api_key, keep=False), args.port)
     except OSError as err:
         print(f"error: cannot listen on 127.0.0.1:{args.port} ({err.strerror}); give another --port, or --port 0 "
               f"for a free one", file=sys.stderr)
         return 1
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"demo model {args.model!r} (policy {args.policy}) serving at {server.base_url}; Ctrl-C stops it\n"
           f"evaluate it with: python -m sokoban_tools evaluate --base-url {server.base_url} --model {args.model} "
           f"--log runs/demo.jsonl", flush=True)
     try:
-        while not stop.wait(0.2):
+        while not stop.wait(0.2):  # polled: the signal's handler runs between two waits
             pass
-    except KeyboardInterrupt:
-        pass
     finally:
         server.close()
     print(f"demo model stopped after {server.requests} requests", flush=True)

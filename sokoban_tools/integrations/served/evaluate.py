@@ -148,7 +148,7 @@ def check_options(p: argparse.ArgumentParser, args) -> None:
         value = getattr(args, name)
         if value is not None and not value.strip():
             p.error(f"--{name.replace('_', '-')} must not be empty")
-    problem = unwritable(args.log)
+    problem = unwritable(args.log, "--log")
     if problem:
         p.error(f"--log {problem}")
 

@@ -141,7 +141,7 @@ def fair_log(value) -> Path:
                          f"log; got {value!r}")
     log = Path(value)
     for path in (log, manifest_path(log)):
-        problem = unwritable(path)
+        problem = unwritable(path, "env.fairness_log")
         if problem:
             raise ValueError(f"env.fairness_log {problem}")
     if log.exists() and log.stat().st_size and not manifest_path(log).exists():
