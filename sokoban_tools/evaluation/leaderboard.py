@@ -17,7 +17,13 @@ log, checking it first. An entry is refused, in one line naming it and the reaso
   (:mod:`sokoban_tools.evaluation.replay`): a flipped ``won``, a swapped board, an edited
   count are named by record and board;
 - the manifest's settings are those the entry was submitted with, and both files are the
-  bytes it was submitted with (an edit the checks above cannot see).
+  bytes it was submitted with (an edit the checks above cannot see);
+- its folder is one ``--add`` could have written (:func:`folder_problem`): a name of lower-case
+  letters, digits, ``.``, ``_`` and ``-``, a real folder holding its own regular files, no
+  symbolic link (to another entry, or outside ``results/``), so no entry is counted twice and
+  none is read from elsewhere;
+- its episodes are no other entry's: the same moves on every board are one entry, whatever
+  its labels, and the earliest submitted (then the first by name) is the one ranked.
 
 The rest are ranked by success, with the exact (Clopper-Pearson) 95% interval, overall and
 per stratum. Each entry is compared with the best on the shared boards by McNemar's exact
@@ -57,7 +63,7 @@ from ..records.rows import DataError
 from .inputs import check_rows_against_manifests
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
-from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
+from .scoring import BoardSet, Group, Logs, check_board_set, group_rows, read_logs
 from .stats import PairedTable, exact_interval, holm_adjusted, sign_test_p
 
 RESULTS = Path("results")
@@ -78,13 +84,15 @@ class EntryRefused(DataError):
 
 @dataclass(frozen=True)
 class Entry:
-    """A verified entry: its folder's name, ``entry.json``, manifest, pass and replay."""
+    """A verified entry: its folder's name, ``entry.json``, manifest, pass and replay, and the
+    digest of its episodes (:func:`episodes_digest`)."""
 
     name: str
     info: dict
     manifest: dict
     group: Group
     verification: Verification
+    episodes: str
 
 
 def entry_document(model: str, method: str, submitted_by: str, link: str, day: str, log: bytes,
@@ -127,22 +135,57 @@ def _checked_info(path: Path) -> dict:
     return info
 
 
-def load_entry(folder: Path, boards: BoardSet) -> Entry:
-    """The verified entry in ``folder``; :class:`EntryRefused` (or another :class:`DataError`)
-    naming the first check it fails."""
-    for name in (ENTRY, LOG, MANIFEST):
-        if not (folder / name).is_file():
-            raise EntryRefused(f"{folder}: has no {name}; an entry holds {ENTRY}, {LOG} and {MANIFEST}")
-    info = _checked_info(folder / ENTRY)
-    log = folder / LOG
-    manifest = read_manifest(folder / MANIFEST)  # its format, and the published boards' digests
-    logs = read_logs([log])
+def shown(name: str) -> str:
+    """An entry's name as a report prints it: as it is when ``--add`` could have given it,
+    quoted with its escapes otherwise (a newline in a folder's name starts no line of its own)."""
+    return name if _NAME.fullmatch(name) else json.dumps(name)
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name an entry, or ``None``: the one rule of ``--add`` and the table."""
+    if _NAME.fullmatch(name):
+        return None
+    return (f"entry name {shown(name)}: use lower-case letters, digits, '.', '_' and '-', starting with a "
+            f"letter or digit")
+
+
+def folder_problem(folder: Path, name: str | None = None) -> str | None:
+    """Why ``folder`` cannot hold the entry ``name`` (default: the folder's own name), or ``None``:
+    the one place that decides what an entry folder may hold (see the module docstring)."""
+    name = folder.name if name is None else name
+    problem = name_problem(name)
+    if problem:
+        return f"{problem}; rename the folder"
+    if folder.is_symlink():
+        return (f"{folder}: is a symbolic link (to {os.readlink(folder)}), but an entry is a folder of its own "
+                f"files; copy the entry in with leaderboard --add, or remove the link")
+    if not folder.is_dir():
+        return f"{folder}: is not a folder; an entry is a folder holding {ENTRY}, {LOG} and {MANIFEST}"
+    for file in (ENTRY, LOG, MANIFEST):
+        path = folder / file
+        if path.is_symlink():
+            return (f"{path}: is a symbolic link (to {os.readlink(path)}), but an entry holds its own files; "
+                    f"put the file itself there (leaderboard --add copies it), or remove the entry")
+        if not path.is_file():
+            return f"{folder}: has no {file}; an entry holds {ENTRY}, {LOG} and {MANIFEST}, regular files"
+    return None
+
+
+def episodes_digest(records) -> str:
+    """What makes a pass the same episodes, whatever its labels: each board's moves."""
+    return sha256_bytes("".join(sorted(f"{r.task_id} {r.moves}\n" for r in records)).encode("utf-8"))
+
+
+def check_pass(logs: Logs, boards: BoardSet) -> tuple[Group, Verification]:
+    """The one validation pass of ``logs`` (rows named by their own file and line), checked as an
+    entry's: of the published boards, complete, of its manifest's method, every record replayed."""
     if logs.training_rows:
-        raise EntryRefused(f"{log}: holds {logs.training_rows} training rows; an entry is one validation pass")
+        raise EntryRefused(f"{logs.rows[0].log if logs.rows else 'the log'}: holds {logs.training_rows} training "
+                           f"rows; an entry is one validation pass")
     check_board_set(logs.rows, boards)
     groups = group_rows(logs.rows, boards)  # refuses a dropped, repeated or unknown board
     if len(groups) != 1:
-        raise EntryRefused(f"{log}: holds {len(groups)} validation passes "
+        raise EntryRefused(f"{logs.rows[0].log}: holds {len(groups)} validation passes "
                            f"({', '.join(f'{g.method}/{g.run}/update {g.update}' for g in groups)}); "
                            f"an entry is one pass")
     check_rows_against_manifests(logs.rows)
@@ -150,26 +193,41 @@ def load_entry(folder: Path, boards: BoardSet) -> Entry:
     if unverified:
         raise EntryRefused(f"{unverified[0]}: {len(unverified)} records hold no moves, so their outcomes "
                            f"cannot be replayed; log the pass again with this version")
-    verification = verify_rows(logs.rows, boards.by_id)
+    return groups[0], verify_rows(logs.rows, boards.by_id)
+
+
+def load_entry(folder: Path, boards: BoardSet, name: str | None = None) -> Entry:
+    """The verified entry ``name`` (default: the folder's name) in ``folder``; :class:`EntryRefused`
+    (or another :class:`DataError`) naming the first check it fails."""
+    problem = folder_problem(folder, name)
+    if problem:
+        raise EntryRefused(problem)
+    info = _checked_info(folder / ENTRY)
+    manifest = read_manifest(folder / MANIFEST)  # its format, and the published boards' digests
+    logs = read_logs([folder / LOG])
+    group, verification = check_pass(logs, boards)
     changed = [key for key in SETTING if manifest["settings"][key] != info["settings"][key]]
     if changed:
         key = changed[0]
         raise EntryRefused(f"{folder / MANIFEST}: setting {key} is {json.dumps(manifest['settings'][key])}, but "
                            f"the entry was submitted with {json.dumps(info['settings'][key])}"
                            + (f" ({len(changed) - 1} more changed)" if len(changed) > 1 else ""))
-    for name in (LOG, MANIFEST):
-        found = sha256_bytes((folder / name).read_bytes())
-        if found != info["sha256"][name]:
-            raise EntryRefused(f"{folder / name}: changed since it was submitted (SHA-256 {found[:12]}…, "
-                               f"{ENTRY} records {info['sha256'][name][:12]}…)")
-    return Entry(folder.name, info, manifest, groups[0], verification)
+    for file in (LOG, MANIFEST):
+        found = sha256_bytes((folder / file).read_bytes())
+        if found != info["sha256"][file]:
+            raise EntryRefused(f"{folder / file}: changed since it was submitted (SHA-256 {found[:12]}…, "
+                               f"{ENTRY} records {info['sha256'][file][:12]}…)")
+    return Entry(folder.name if name is None else name, info, manifest, group, verification,
+                 episodes_digest(row.record for row in logs.rows))
 
 
 def entry_folders(results: Path) -> list[Path]:
-    """The entry folders of ``results``, in name order."""
+    """The entry folders of ``results``, in name order: every folder and every symbolic link
+    (refused by :func:`folder_problem`, never passed over), but the hidden ones (an add's staging)."""
     if not results.is_dir():
         raise DataError(f"{results}: no such folder; give the results folder of a clone (results/)")
-    return sorted(path for path in results.iterdir() if path.is_dir() and not path.name.startswith("."))
+    return sorted(path for path in results.iterdir()
+                  if (path.is_dir() or path.is_symlink()) and not path.name.startswith("."))
 
 
 def _success(won: np.ndarray) -> dict:
@@ -188,6 +246,14 @@ def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict
             entries.append(load_entry(folder, boards))
         except (DataError, ChecksumError, PathError) as err:
             refused.append({"entry": folder.name, "reason": str(err)})
+    first: dict[str, Entry] = {}
+    for entry in sorted(entries, key=lambda e: (e.info["date"], e.name)):  # the earliest submitted stands
+        if entry.episodes in first:
+            refused.append({"entry": entry.name, "reason": same_episodes(results / entry.name, first[entry.episodes].name)})
+        else:
+            first[entry.episodes] = entry
+    entries = [entry for entry in entries if first[entry.episodes] is entry]
+    refused.sort(key=lambda refusal: refusal["entry"])
     entries.sort(key=lambda e: (-int(e.group.won.sum()), e.name))
     rows = [{
         "entry": e.name, **{key: e.info[key] for key in (*TEXT_KEYS, "date")},
@@ -219,6 +285,12 @@ def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict
     }
 
 
+def same_episodes(folder: Path, other: str) -> str:
+    """The refusal of an entry whose episodes are entry ``other``'s."""
+    return (f"{folder}: holds the same episodes as the entry {other} (every board's moves alike), so it is the "
+            f"same pass under other labels; one pass is one entry: remove this one")
+
+
 def settings_differences(entries: list[Entry]) -> list[dict]:
     """Every controlled setting whose value is not the same in all ``entries``, with each one's value."""
     differences = []
@@ -244,7 +316,7 @@ def verdict(row: dict) -> str:
 
 def render(report: dict) -> str:
     """The readable form of a :func:`leaderboard` report."""
-    lines = [f"REFUSED {refusal['entry']}: {refusal['reason']}" for refusal in report["refused"]]
+    lines = [f"REFUSED {shown(refusal['entry'])}: {refusal['reason']}" for refusal in report["refused"]]
     rows = report["entries"]
     if not rows:
         return "\n".join(lines + ["No entry passed its checks."])
@@ -271,19 +343,17 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _chosen_pass(log: Path, run: str | None, update: int | None) -> tuple[bytes, str]:
-    """The lines of ``log``'s one validation pass (chosen by ``run`` and ``update`` when it holds
-    several), and its method."""
-    records = read_episodes(log)
-    keys = sorted({(r.method, r.run, r.update) for r in records if r.phase == "validation"})
+def _chosen_pass(log: Path, run: str | None, update: int | None) -> Logs:
+    """The rows of ``log``'s one validation pass (chosen by ``run`` and ``update`` when it holds
+    several), each named by its line in ``log``."""
+    rows = read_logs([log]).rows
+    keys = sorted({(row.record.method, row.record.run, row.record.update) for row in rows})
     chosen = [key for key in keys if (run is None or key[1] == run) and (update is None or key[2] == update)]
     if len(chosen) != 1:
         listed = ", ".join(f"--run {k[1]} --update {k[2]}" for k in keys) or "none"
         raise DataError(f"{log}: {'no' if not chosen else len(chosen)} validation passes match; choose one "
                         f"({listed})")
-    lines = [r.to_line() + "\n" for r in records if r.phase == "validation" and (r.method, r.run, r.update)
-             == chosen[0]]
-    return "".join(lines).encode("utf-8"), chosen[0][0]
+    return Logs([row for row in rows if (row.record.method, row.record.run, row.record.update) == chosen[0]], 0, {})
 
 
 def add_entry(results: Path, name: str, log: Path, model: str, submitted_by: str, link: str, day: str,
@@ -291,28 +361,51 @@ def add_entry(results: Path, name: str, log: Path, model: str, submitted_by: str
               validation: Path | None = None) -> Path:
     """Write ``results/name`` from one pass of ``log`` and its manifest, after checking it as
     :func:`leaderboard` will; nothing is left behind if a check fails."""
-    if not _NAME.fullmatch(name):
-        raise DataError(f"entry name {name!r}: use lower-case letters, digits, '.', '_' and '-'")
+    problem = name_problem(name)
+    if problem:
+        raise DataError(problem)
     folder = results / name
-    if folder.exists():
+    if folder.exists() or folder.is_symlink():
         raise DataError(f"{folder}: exists already; choose another name")
-    lines, method = _chosen_pass(log, run, update)
+    chosen = _chosen_pass(log, run, update)
     manifest_bytes = read_bounded(manifest_path(log), 1 << 20, "run manifest")
     read_manifest(manifest_path(log))
+    boards = BoardSet.load(validation, [log])
+    check_pass(chosen, boards)  # first on the user's log, so a refusal names its file and line
+    records = [row.record for row in chosen.rows]
+    lines = "".join(record.to_line() + "\n" for record in records).encode("utf-8")
     results.mkdir(parents=True, exist_ok=True)
     with _adding(results):
+        same = _entry_with_episodes(results, episodes_digest(records))
+        if same is not None:
+            raise DataError(f"{log}: this pass holds the same episodes as the entry {same} (every board's moves "
+                            f"alike), so it is entered already as {results / same}; one pass is one entry")
         staging = Path(tempfile.mkdtemp(prefix=STAGING + f"{name}.", dir=results))
         try:
             (staging / LOG).write_bytes(lines)
             (staging / MANIFEST).write_bytes(manifest_bytes)
-            (staging / ENTRY).write_bytes(entry_document(model, method, submitted_by, link, day, lines,
+            (staging / ENTRY).write_bytes(entry_document(model, records[0].method, submitted_by, link, day, lines,
                                                          manifest_bytes, notes))
-            load_entry(staging, BoardSet.load(validation, [log]))
+            load_entry(staging, boards, name)
             staging.rename(folder)
         finally:
             if staging.exists():
                 shutil.rmtree(staging)
     return folder
+
+
+def _entry_with_episodes(results: Path, digest: str) -> str | None:
+    """The name of the entry of ``results`` whose episodes have ``digest``, if one has (an entry
+    whose log cannot be read is the table's to refuse, not the same episodes)."""
+    for folder in entry_folders(results):
+        if folder_problem(folder):
+            continue
+        try:
+            if episodes_digest(read_episodes(folder / LOG)) == digest:
+                return folder.name
+        except (DataError, PathError, OSError):
+            continue
+    return None
 
 
 STAGING = ".staging-"  # results/.staging-<name>.<random>/: an entry being written, renamed once checked

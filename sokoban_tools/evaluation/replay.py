@@ -6,11 +6,16 @@ episode's end of :mod:`sokoban_tools.rules`, verl-agent's), never through the ru
 wrote them, with the run's action horizon, and :func:`check_record` compares what the replay gives with
 what the record claims: the outcome, the count of actions 1-4 and the return. A replay
 also refuses moves that go on after the episode was over (the box on its target, or the
-horizon's last counted step) and more turns than the horizon.
+horizon's last counted step) and more turns than the horizon, and a lost episode that did not
+end: the project's writers log an episode when it ends, at its target or after the horizon's
+turns (a turn whose answer was no move, ``0``, counts no step, so a writer stops at the turn
+limit with fewer counted actions: its moves still hold one character a turn), so moves that
+stop before both were cut short, and a lost record of a few moves would lift a mean return.
 
-The return is checked only for a run whose manifest declares the runtime's own rewards
-(:func:`sokoban_tools.records.manifest.environment_settings`); another stack's scheme,
-such as VAGEN's per-turn format reward, cannot be recomputed from the moves alone, so
+The return and the end are checked only for a run whose manifest declares the runtime's own
+rewards (:func:`sokoban_tools.records.manifest.environment_settings`); another stack's scheme,
+such as VAGEN's per-turn format reward and turn limit of several actions a turn (its turns
+without a move leave nothing in the moves), cannot be recomputed from the moves alone, so
 its records are checked on outcome and actions (:func:`rewards_replayable`).
 
 Records of an older writer have no moves: they are counted as unverified, never
@@ -40,12 +45,14 @@ RETURN_TOLERANCE = 1e-6  # a writer may round the return (Gymnasium keeps 10 dec
 @dataclass(frozen=True)
 class Replay:
     """What playing a record's moves gives: outcome, actions 1-4, return; ``problem`` when the
-    moves cannot be an episode of this horizon (moves after the end, too many turns)."""
+    moves cannot be an episode of this horizon (moves after the end, too many turns);
+    ``ended``: the moves reach an end (the target, or the horizon's last turn)."""
 
     won: bool
     actions: int
     episode_return: float
     problem: str | None = None
+    ended: bool = True
 
 
 def replay(board: Board, moves: str, horizon: int = DEFAULT_MAX_STEPS) -> Replay:
@@ -67,7 +74,7 @@ def replay(board: Board, moves: str, horizon: int = DEFAULT_MAX_STEPS) -> Replay
         counted += 1
         total += step_reward(position, after)
         position, over = after, episode_over(after, counted, horizon)
-    return Replay(over and position.is_solved, counted, total, problem)
+    return Replay(over and position.is_solved, counted, total, problem, over or len(moves) >= horizon)
 
 
 def rewards_replayable(manifest: dict | None) -> bool:
@@ -83,7 +90,8 @@ def rewards_replayable(manifest: dict | None) -> bool:
 def check_record(record: EpisodeRecord, board: Board, horizon: int = DEFAULT_MAX_STEPS,
                  check_return: bool = True) -> str | None:
     """What the replay of ``record``'s moves contradicts in the record (``None``: nothing);
-    the record must hold moves (:attr:`EpisodeRecord.verifiable`)."""
+    the record must hold moves (:attr:`EpisodeRecord.verifiable`). ``check_return``: the run
+    plays the runtime's rules, whose return and end (see the module docstring) are checked."""
     played = replay(board, record.moves, horizon)
     claimed = _outcome(record.won, record.actions, record.episode_return, check_return)
     found = _outcome(played.won, played.actions, played.episode_return, check_return)
@@ -92,6 +100,10 @@ def check_record(record: EpisodeRecord, board: Board, horizon: int = DEFAULT_MAX
         why = f" ({played.problem})" if played.problem else ""
         return (f"the record says {claimed}, but replaying its moves {record.moves!r} on board "
                 f"{record.task_id} gives {found}{why}")
+    if check_return and not played.ended:
+        return (f"the record is of an episode that did not end: its moves {record.moves!r} on board "
+                f"{record.task_id} stop after {len(record.moves)} of the {horizon} turns of the horizon with the "
+                f"box off its target, and an episode is logged when it ends")
     return None
 
 

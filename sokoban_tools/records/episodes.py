@@ -279,6 +279,9 @@ def _take_lock(log: Path) -> int:
     log.parent.mkdir(parents=True, exist_ok=True)
     path = lock_path(log)
     while True:
+        if path.is_dir():  # an open for writing would fail as "Is a directory", naming no fix
+            raise ValueError(f"the lock {path} of the episode log {log} is a directory, not a lock file; move it "
+                             f"away (a run makes a new lock)")
         try:  # non-blocking: a FIFO in the lock's place must not hang the open
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o666)
         except OSError as err:
@@ -390,6 +393,12 @@ def episode_writer(path: Path | str) -> EpisodeWriter:
     writer = _WRITERS[key]
     writer._users += 1
     return writer
+
+
+def writing(path: Path | str) -> bool:
+    """Whether this process holds a writer of the log at ``path`` (an :func:`episode_writer` not
+    yet closed by every user): how an environment of a vector sees that an earlier one opened the log."""
+    return Path(os.path.abspath(path)) in _WRITERS
 
 
 ASIDE = ".aside-"  # <log>.aside-<k>.<reason>.jsonl

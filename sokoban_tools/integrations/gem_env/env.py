@@ -45,6 +45,7 @@ import gem
 
 from ...checks import integer
 from ...protocol import DEFAULT_MAX_STEPS
+from ...records.episodes import writing
 from ...runtime.projection import project_answer
 from ..gymnasium_env.env import SokobanFairnessEnv
 from ..served.prompt import TEXT_PROMPT_NO_HISTORY_SHA256, TEXT_PROMPT_SHA256, UPSTREAM_COMMIT
@@ -96,7 +97,7 @@ class SokobanFairnessGemEnv(gem.Env):
         super().__init__()
         history_length = integer("history_length (verl-agent's env.history_length)", history_length)
         if shard_index is None:
-            shard_index = _shard_of_seed(seed, shard_count)
+            shard_index = _shard_of_seed(seed, shard_count, episode_log)
         self.history_length = history_length
         self.boards = _StoredBoards(history_length, ENV_IDS.get(split, split), split=split, max_steps=max_steps,
                                     batch_size=batch_size, shard_index=shard_index, shard_count=shard_count,
@@ -115,6 +116,8 @@ class SokobanFairnessGemEnv(gem.Env):
 
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         # no global seeding (gem.Env.reset's): the boards' only randomness is the sampler, seeded here
+        if seed is not None:  # True is no board and no sampler seed, though Python counts it an int
+            seed = integer("seed (the board's place in validation, the sampler's seed in training)", seed)
         _, info = self.boards.reset(seed=seed)
         self.turn = TextTurn(self.history_length)
         return self.turn.text(self.boards.board), info
@@ -138,12 +141,22 @@ class SokobanFairnessGemEnv(gem.Env):
         self.boards.close()
 
 
-def _shard_of_seed(seed: int, shard_count: int) -> int:
-    """The shard GEM's ``make_vec`` means: environment ``i`` gets the constructor seed ``seed + i``."""
+def _shard_of_seed(seed: int, shard_count, episode_log) -> int:
+    """The shard GEM's ``make_vec`` means: environment ``i`` gets the constructor seed ``seed + i``.
+
+    With an ``episode_log``, shard ``k > 0`` is taken only once an earlier environment of this
+    process writes that log: a vector built with ``make_vec(..., seed=1)`` starts at shard 1 and
+    would be refused at its last environment (seed ``shard_count``) after the others had
+    written the manifest and taken the lock; its first environment is refused instead, before
+    anything is written."""
+    shard_count = integer("shard_count (the environments of the vector, one shard each)", shard_count, 1)
     if shard_count == 1:
         return 0
+    fix = ("gem.make_vec gives environment i the seed seed + i, so build the vector with make_vec's default "
+           "seed=0 (or pass shard_index to each environment through vec_kwargs)")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < shard_count:
-        raise ValueError(f"seed {seed!r} is no shard of {shard_count}: gem.make_vec gives environment i the seed "
-                         f"seed + i, so build the vector with make_vec's default seed=0 (or pass shard_index to "
-                         f"each environment through vec_kwargs)")
+        raise ValueError(f"seed {seed!r} is no shard of {shard_count}: {fix}")
+    if seed and episode_log is not None and not writing(episode_log):
+        raise ValueError(f"seed {seed} would be the first environment to write {episode_log}, as shard {seed} of "
+                         f"{shard_count}, so shards 0-{seed - 1} would have no environment: {fix}")
     return seed

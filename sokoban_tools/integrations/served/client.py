@@ -6,8 +6,10 @@ of times. What retrying cannot mend stops the run with :class:`Stop`, one line
 naming the cause and the fix: a rejected key (401/403), an unknown model or wrong
 URL (404), no server listening, a model without image input, any other refused
 request, and a server that answers 200 with something other than a chat completion
-(no ``choices``, an ``{"error": ...}`` body, an HTML page): a run that goes on would
-log every board as lost. ``timeout`` bounds each whole request, its body's last byte
+(no ``choices``, an ``{"error": ...}`` body, an HTML page, a body that is not UTF-8 or
+is over :data:`MAX_BODY_BYTES`, a message whose content is neither text nor text parts): a
+run that goes on would log every board as lost. A content of text parts (the list form the
+API allows) is their text, joined. ``timeout`` bounds each whole request, its body's last byte
 included, not each read, so a server trickling its answer is a timeout like any other.
 The API key comes from the caller (an environment variable) and is never written
 anywhere; credentials in the URL are never shown (:func:`public_url`).
@@ -196,13 +198,22 @@ class ServedModel:
                         raise _Deadline(f"the answer took over --timeout {self.timeout:g} s "
                                         f"({len(body):,} bytes of it had come)")
                     if len(body) > MAX_BODY_BYTES:
-                        break
-            except (_Deadline, self.openai.OpenAIError):
+                        raise Stop(f"{self.base_url} answered with a body of over {MAX_BODY_BYTES >> 20} MiB, too "
+                                   f"large for a chat completion (a few kilobytes): check that --base-url is the "
+                                   f"model server's OpenAI-compatible URL and lower its answer length "
+                                   f"(--max-tokens), then run again with --resume (finished boards are kept)")
+            except (_Deadline, Stop, self.openai.OpenAIError):
                 raise
             except Exception as err:  # the HTTP library's own read errors: a dropped or timed-out body
                 raise self.openai.APIConnectionError(message=f"{type(err).__name__}: {err}",
                                                      request=response.http_response.request) from err
-        text = bytes(body).decode("utf-8", "replace")
+        try:
+            text = bytes(body).decode("utf-8")  # JSON is UTF-8: replacement characters would hide the answer
+        except UnicodeDecodeError as err:
+            raise Stop(f"{self.base_url} answered with a body that is not UTF-8 (byte {err.start:,} of "
+                       f"{len(body):,} is {body[err.start]:#04x}), so its answer cannot be read: check the "
+                       f"server's encoding and that --base-url is its OpenAI-compatible URL, then run again "
+                       f"with --resume (finished boards are kept)") from None
         try:
             return json.loads(text)
         except ValueError:
@@ -217,12 +228,16 @@ class ServedModel:
             raise Stop(f"{self.base_url} answered a chat completion request with {_what(body)}, not a completion: "
                        f"check that --base-url is the model server's OpenAI-compatible URL and that it serves "
                        f"chat completions, then run again with --resume (finished boards are kept)")
-        text = message.get("content")
+        text = _content_text(message.get("content"))
+        if text is None:
+            raise Stop(f"{self.base_url} answered a message whose content is {_what(message.get('content'))}, "
+                       f"neither text nor a list of text parts: check that the server serves chat completions "
+                       f"as the OpenAI API defines them, then run again with --resume (finished boards are kept)")
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         prompt = usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else None
         completion = usage.get("completion_tokens") if isinstance(usage.get("completion_tokens"), int) else 0
         self.usage.add(requests=1, prompt_tokens=prompt or 0, completion_tokens=completion)
-        return Answer(text if isinstance(text, str) else "", prompt)
+        return Answer(text, prompt)
 
     def _delay(self, attempt: int, err) -> float:
         delay = self.backoff * 2 ** attempt * (0.5 + self._jitter.random() / 2)
@@ -254,6 +269,18 @@ class ServedModel:
             return Stop(f"{where} refused the image ({text}): serve a vision-language model that takes one image "
                         f"per prompt (vLLM: --limit-mm-per-prompt '{{\"image\": 1}}')")
         return Stop(f"{where} refused the request ({text}); fix the server or the options it names")
+
+
+def _content_text(content) -> str | None:
+    """The text of a message's ``content``: a string, or a list of text parts (``{"type": "text",
+    "text": ...}``) joined; ``""`` for none (``null``: a refusal, a tool call); ``None`` for
+    anything else, which no answer of the model can be read from."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list) and all(isinstance(part, dict) and part.get("type") == "text"
+                                         and isinstance(part.get("text"), str) for part in content):
+        return "".join(part["text"] for part in content)
+    return None
 
 
 def _refused(err) -> bool:

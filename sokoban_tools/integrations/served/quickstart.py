@@ -10,7 +10,8 @@ printing each as it would be typed:
 
 The demo model plays at random by default (a uniform move among the four), so its
 success estimates the exact random floor the card states (``fairness/baselines.json``).
-The log is the quick start's own: a second run replaces it.
+The log is the quick start's own: a second run replaces it, and only it; a log (or manifest)
+that is not a demo model's evaluation is refused, never deleted.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from ...records.episodes import LogInUse, episode_writer
-from ...records.manifest import manifest_path
+from ...paths import unwritable
+from ...records.episodes import episode_writer
+from ...records.manifest import manifest_path, read_manifest
+from ...records.rows import DataError
 from .demo_model import DEMO_MODEL, POLICIES, LoopbackServer, Script
 
 PROG = "python -m sokoban_tools"
@@ -32,6 +35,27 @@ def _say(command: str, options: list[str], note: str = "") -> None:
     print(f"\n$ {PROG} {command} {shlex.join(options)}{note}", flush=True)
 
 
+def not_the_quick_starts(log: Path) -> str | None:
+    """Why the quick start may not replace what is at ``log`` (another run's evaluation, records
+    without a manifest, a manifest it cannot read), with the fix; ``None``: nothing there, or an
+    earlier quick start's log (the demo model's evaluation), which it replaces."""
+    manifest = manifest_path(log)
+    fix = f"give the quick start another --log, or move {log} and {manifest.name} aside"
+    if not manifest.exists():
+        if log.exists() and log.stat().st_size:
+            return f"--log {log}: holds episode records but no manifest, so it is no quick start's log; {fix}"
+        return None
+    try:
+        found = read_manifest(manifest)
+    except (DataError, OSError) as err:
+        return f"--log {log}: its manifest cannot be read ({err}), so it may be another run's; {fix}"
+    model = found["settings"]["initial_weights.model"]
+    if found["method"] != DEMO_MODEL or model != DEMO_MODEL:
+        return (f"--log {log}: holds the evaluation of {found['method']!r} (model {model!r}), not the demo "
+                f"model's, which the quick start would replace; {fix}")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"{PROG} quickstart", description=__doc__.split("\n\n")[0])
     parser.add_argument("--policy", choices=list(POLICIES), default="random",
@@ -39,11 +63,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=Path, default=DEFAULT_LOG,
                         help=f"the episode log to write, replaced if it exists (default: {DEFAULT_LOG})")
     args = parser.parse_args(argv)
+    problem = unwritable(args.log, "--log")
+    if problem:
+        parser.error(f"--log {problem}")
     from ...evaluation import score
     from . import evaluate
 
     try:
         with episode_writer(args.log):  # the log's lock first: another process may be writing that log
+            problem = not_the_quick_starts(args.log)  # under the lock: no other run writes it meanwhile
+            if problem:
+                print(f"error: {problem}", file=sys.stderr)
+                return 1
             for old in (args.log, manifest_path(args.log)):
                 if old.is_file():
                     old.unlink()  # the quick start's own log, from an earlier run
@@ -54,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                 options = ["--base-url", server.base_url, "--model", DEMO_MODEL, "--log", str(args.log)]
                 _say("evaluate", options)
                 code = evaluate.main(options)  # the same writer: this process holds the lock
-    except (LogInUse, ValueError) as err:  # another process writes the log; a path that is no place for one
+    except (OSError, ValueError) as err:  # another process writes the log (LogInUse); no place for a log or its lock
         print(f"error: {err}", file=sys.stderr)
         return 1
     if code:
