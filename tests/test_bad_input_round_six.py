@@ -308,13 +308,14 @@ def test_leaderboard_refuses_entries_and_entry_files_that_are_symbolic_links(res
 
 def test_leaderboard_refuses_a_folder_name_add_would_refuse_and_a_newline_forges_no_line(results, capsys):
     shutil.copytree(results / "optimal", results / "Fancy-Name")
-    shutil.copytree(results / "optimal", results / "x\nREFUSED optimal: forged")
+    forged = "x\nREFUSED optimal: forged"
+    shutil.copytree(results / "optimal", results / forged)
     ranked, refused, out = ranked_and_refused(results, capsys)
     assert ranked == ["optimal", "random-policy"]
     assert "entry name" in refused["Fancy-Name"] and "rename the folder" in refused["Fancy-Name"]
     assert [line for line in out.splitlines() if line.startswith("REFUSED")] == [
         f"REFUSED \"Fancy-Name\": {refused['Fancy-Name']}",
-        f"REFUSED {json.dumps('x' + chr(10) + 'REFUSED optimal: forged')}: {refused['x' + chr(10) + 'REFUSED optimal: forged']}"]
+        f"REFUSED {json.dumps(forged)}: {refused[forged]}"]
 
 
 def test_leaderboard_ranks_the_same_episodes_once_whatever_their_labels(results, capsys):

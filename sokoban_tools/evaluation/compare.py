@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
     parser.add_argument("--allow-difference", action="extend", nargs="+", default=[], metavar="KEY",
-                        type=lambda text: text.replace(",", " ").split(),  # "a, b" is two keys: spaces are no part of one
+                        type=lambda text: text.replace(",", " ").split(),  # "a, b": two keys, no space in one
                         help="compare although these controlled settings differ (each printed as a caveat); "
                              "several keys at once, space- or comma-separated")
     parser.add_argument("--updates", type=int, nargs="+", metavar="U",

@@ -179,9 +179,6 @@ def episodes_digest(records) -> str:
 def check_pass(logs: Logs, boards: BoardSet) -> tuple[Group, Verification]:
     """The one validation pass of ``logs`` (rows named by their own file and line), checked as an
     entry's: of the published boards, complete, of its manifest's method, every record replayed."""
-    if logs.training_rows:
-        raise EntryRefused(f"{logs.rows[0].log if logs.rows else 'the log'}: holds {logs.training_rows} training "
-                           f"rows; an entry is one validation pass")
     check_board_set(logs.rows, boards)
     groups = group_rows(logs.rows, boards)  # refuses a dropped, repeated or unknown board
     if len(groups) != 1:
@@ -205,6 +202,9 @@ def load_entry(folder: Path, boards: BoardSet, name: str | None = None) -> Entry
     info = _checked_info(folder / ENTRY)
     manifest = read_manifest(folder / MANIFEST)  # its format, and the published boards' digests
     logs = read_logs([folder / LOG])
+    if logs.training_rows:
+        raise EntryRefused(f"{folder / LOG}: holds {logs.training_rows} training rows; an entry is one validation "
+                           f"pass")
     group, verification = check_pass(logs, boards)
     changed = [key for key in SETTING if manifest["settings"][key] != info["settings"][key]]
     if changed:
@@ -249,7 +249,8 @@ def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict
     first: dict[str, Entry] = {}
     for entry in sorted(entries, key=lambda e: (e.info["date"], e.name)):  # the earliest submitted stands
         if entry.episodes in first:
-            refused.append({"entry": entry.name, "reason": same_episodes(results / entry.name, first[entry.episodes].name)})
+            reason = same_episodes(results / entry.name, first[entry.episodes].name)
+            refused.append({"entry": entry.name, "reason": reason})
         else:
             first[entry.episodes] = entry
     entries = [entry for entry in entries if first[entry.episodes] is entry]
