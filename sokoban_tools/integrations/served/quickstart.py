@@ -21,10 +21,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from ...paths import unwritable
+from ...paths import read_bounded, unwritable
+from ...records import strict_json
 from ...records.episodes import episode_writer
-from ...records.manifest import manifest_path, read_manifest
-from ...records.rows import DataError
+from ...records.manifest import manifest_path
 from .demo_model import DEMO_MODEL, POLICIES, LoopbackServer, Script
 
 PROG = "python -m sokoban_tools"
@@ -37,8 +37,8 @@ def _say(command: str, options: list[str], note: str = "") -> None:
 
 def not_the_quick_starts(log: Path) -> str | None:
     """Why the quick start may not replace what is at ``log`` (another run's evaluation, records
-    without a manifest, a manifest it cannot read), with the fix; ``None``: nothing there, or an
-    earlier quick start's log (the demo model's evaluation), which it replaces."""
+    without a manifest, a manifest that is not one), with the fix; ``None``: nothing there, or an
+    earlier quick start's log (the demo model's evaluation, of any release), which it replaces."""
     manifest = manifest_path(log)
     fix = f"give the quick start another --log, or move {log} and {manifest.name} aside"
     if not manifest.exists():
@@ -46,13 +46,17 @@ def not_the_quick_starts(log: Path) -> str | None:
             return f"--log {log}: holds episode records but no manifest, so it is no quick start's log; {fix}"
         return None
     try:
-        found = read_manifest(manifest)
-    except (DataError, OSError) as err:
+        found = strict_json.loads(read_bounded(manifest, 1 << 20, "run manifest").decode("utf-8"))
+    except ValueError as err:  # PathError, a JSON or UTF-8 error
         return f"--log {log}: its manifest cannot be read ({err}), so it may be another run's; {fix}"
-    model = found["settings"]["initial_weights.model"]
-    if found["method"] != DEMO_MODEL or model != DEMO_MODEL:
-        return (f"--log {log}: holds the evaluation of {found['method']!r} (model {model!r}), not the demo "
-                f"model's, which the quick start would replace; {fix}")
+    settings = found.get("settings") if isinstance(found, dict) else None
+    method = found.get("method") if isinstance(found, dict) else None
+    model = settings.get("initial_weights.model") if isinstance(settings, dict) else None
+    if not isinstance(method, str):
+        return f"--log {log}: {manifest.name} beside it names no method, so it may be another run's; {fix}"
+    if method != DEMO_MODEL or model != DEMO_MODEL:
+        return (f"--log {log}: holds the evaluation of {method!r} (model {model!r}), not the demo model's, which "
+                f"the quick start would replace; {fix}")
     return None
 
 
@@ -61,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy", choices=list(POLICIES), default="random",
                         help="the demo model's policy, as demo-model --policy takes it (default: random)")
     parser.add_argument("--log", type=Path, default=DEFAULT_LOG,
-                        help=f"the episode log to write, replaced if it exists (default: {DEFAULT_LOG})")
+                        help=f"the episode log to write, replaced if an earlier quick start wrote it (another "
+                             f"run's log is refused, never deleted; default: {DEFAULT_LOG})")
     args = parser.parse_args(argv)
     problem = unwritable(args.log, "--log")
     if problem:
