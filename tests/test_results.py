@@ -74,7 +74,8 @@ def flip_won(folder: Path) -> None:
 
 
 def drop_record(folder: Path) -> None:
-    _write(folder, _lines(folder)[:-1])
+    rows = _lines(folder)
+    _write(folder, rows[:100] + rows[101:])  # one board's record, from the middle
 
 
 def swap_boards(folder: Path) -> None:
@@ -108,8 +109,9 @@ def point_boards_elsewhere(folder: Path) -> None:
 
 @pytest.mark.parametrize("edit, named", [
     (flip_won, r"random-policy/episodes\.jsonl:\d+: the record says won=true, .* gives won=false"),
-    (drop_record, r"random-policy/episodes\.jsonl:1: an incomplete validation pass: .* misses 1 of the 256 "
-                  r"validation boards \(eval-\d+\)"),
+    (drop_record, r"random-policy/episodes\.jsonl: an incomplete validation pass in lines 1–255: .* misses 1 of the "
+                  r"256 validation boards \(eval-\d+\); the pass was complete when the entry was added .*its record "
+                  r"was removed .* since: restore the file"),
     (swap_boards, r"random-policy/episodes\.jsonl:\d+: the record says won=\w+, .* on board eval-\d+ gives"),
     (change_setting, r"random-policy/episodes\.jsonl\.manifest\.json: setting decoding\.validation\.temperature "
                      r"is 0\.0, but the entry was submitted with null"),
@@ -157,6 +159,20 @@ def test_an_entry_file_with_a_missing_or_wrong_key_is_refused_by_name(tmp_path, 
     (results / "optimal" / ENTRY).write_text(json.dumps(info))
     with pytest.raises(EntryRefused, match=r"missing \['link'\]"):
         load_entry(results / "optimal", boards)
+
+
+def test_a_record_deleted_from_an_evaluate_entry_is_named_as_missing_with_its_board_not_as_a_stopped_evaluate(
+        tmp_path, capsys):
+    copy = tmp_path / "results"
+    shutil.copytree(RESULTS / "smollm2-135m-text", copy / "smollm2-135m-text")
+    rows = _lines(copy / "smollm2-135m-text")
+    _write(copy / "smollm2-135m-text", rows[:99] + rows[100:])
+    assert leaderboard.main([str(copy)]) == 1
+    [refusal] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("REFUSED")]
+    assert f"misses 1 of the 256 validation boards ({rows[99]['task_id']})" in refusal
+    assert "episodes.jsonl: an incomplete validation pass in lines 1–255:" in refusal
+    assert "its record was removed" in refusal
+    assert "--resume" not in refusal and "evaluate stopped" not in refusal
 
 
 def test_exact_interval_and_holm_correction_match_their_definitions():

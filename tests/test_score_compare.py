@@ -135,7 +135,8 @@ def bad_logs():
     unknown = good[:-1] + [good[-1].replace(IDS[-1], "eval-9999x")]
     return [
         ("stale digest", [line.replace(DIGEST, other) for line in good], r"stale\.jsonl:1: evaluation_sha256 0{64} is not"),
-        ("missing board", good[:-1], rf"missing\.jsonl:1: .*misses 1 of the 256 validation boards \({IDS[-1]}\)"),
+        ("missing board", good[:-1], rf"missing\.jsonl: an incomplete validation pass in lines 1–255: .*misses 1 of "
+                                     rf"the 256 validation boards \({IDS[-1]}\)"),
         ("repeated board", duplicated, rf"repeated\.jsonl:6: {IDS[3]} repeats in .*first at .*repeated\.jsonl:4"),
         ("unknown board", unknown, r"unknown\.jsonl:256: task_id 'eval-9999x' is not one of the 256"),
         ("malformed row", good[:2] + ['{"method": "A"}'] + good[2:], r"malformed\.jsonl:3: keys are"),

@@ -262,3 +262,39 @@ def test_compare__plot_of_the_worked_examples_last_update_is_the_committed_fores
                          "--updates", "15", "--plot", str(plot)]) == 0
     assert "15      9-14 actions  15" in capsys.readouterr().out
     assert plot.read_bytes() == (REPO / "images" / "comparison-last-update.png").read_bytes()
+
+
+def test_compare__refuses_a_log_compared_with_itself_and_names_the_fix(tmp_path, capsys):
+    log = REPO / "results" / "random-policy" / "episodes.jsonl"
+    assert compare.main(["--a", str(log), "--b", str(log)]) == 1
+    err = one_error(capsys)
+    assert f"{log}: is given as both --a and --b with the same method 'random'" in err
+    assert "give the other method's logs as --b" in err and "--method-a and --method-b" in err
+    copy = tmp_path / "again.jsonl"  # another log of the same method is a comparison of two runs of one method
+    shutil.copy(log, copy)
+    shutil.copy(log.with_name(log.name + ".manifest.json"), copy.with_name(copy.name + ".manifest.json"))
+    assert compare.main(["--a", str(log), "--b", str(copy)]) == 0
+    out = capsys.readouterr().out
+    assert "A and B are runs of one method." in out and "only the method differs" not in out
+
+
+def test_score_and_compare__name_an_image_given_as_the_log(tmp_path, capsys):
+    image = REPO / "images" / "results.png"
+    assert score.main([str(image)]) == 1
+    err = one_error(capsys)
+    assert f"{image}: is a PNG image, not an episode log" in err and "give the .jsonl log the run wrote" in err
+    assert "repair or remove that line" not in err and "UTF-8" not in err
+    assert compare.main(["--a", str(image), "--b", str(REPO / "results" / "optimal" / "episodes.jsonl")]) == 1
+    assert "is a PNG image" in one_error(capsys)
+
+
+def test_compare__plot_says_where_it_wrote_the_chart(tmp_path, capsys):
+    if importlib.util.find_spec("matplotlib") is None:
+        unavailable("matplotlib draws --plot (pip install -e '.[plot]')")
+    episodes = REPO / "examples" / "episodes"
+    plot = tmp_path / "curves.svg"
+    assert compare.main(["--a", str(episodes / "path-follower.jsonl"), "--b", str(episodes / "random.jsonl"),
+                         "--plot", str(plot), "--json"]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)  # the report on stdout stays one document
+    assert captured.err == f"wrote {plot}: the learning curves, SVG\n" and plot.stat().st_size > 0

@@ -65,11 +65,11 @@ def test_set_aside_refuses_a_damaged_complete_line_before_writing_anything(tmp_p
 def test_score_names_an_incomplete_and_a_repeated_pass_for_what_they_are(tmp_path):
     cut = tmp_path / "cut.jsonl"  # the run trained on after the pass: it will never be finished
     cut.write_text("".join(r.to_line() + "\n" for r in validation(0) + validation(2, IDS[:100]) + training(3)))
-    with pytest.raises(DataError, match="an incomplete validation pass: .*update=2 misses 156 .*interrupted"):
+    with pytest.raises(DataError, match="an incomplete validation pass in lines 257–356: .*update=2 misses 156 .*interrupted"):
         score([cut])
     early = tmp_path / "early.jsonl"  # not the run's last pass either
     early.write_text("".join(r.to_line() + "\n" for r in validation(0, IDS[:100]) + validation(2)))
-    with pytest.raises(DataError, match="an incomplete validation pass: .*update=0 misses 156"):
+    with pytest.raises(DataError, match="an incomplete validation pass in lines 1–100: .*update=0 misses 156"):
         score([early])
     twice = tmp_path / "twice.jsonl"
     twice.write_text("".join(r.to_line() + "\n" for r in validation(0) + validation(0)))

@@ -176,6 +176,7 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
     check_board_set(logs_a.rows + logs_b.rows, boards)
     a = pick_method(group_rows(logs_a.rows, boards), method_a, "a", a_paths)
     b = pick_method(group_rows(logs_b.rows, boards), method_b, "b", b_paths)
+    check_not_itself(a_paths, b_paths, a[0].method, b[0].method)
     if manifests:
         for logs, groups in ((logs_a, a), (logs_b, b)):
             check_rows_against_manifests([row for row in logs.rows if row.record.method == groups[0].method])
@@ -206,6 +207,20 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
         "costs": costs(manifests_a, len({g.run for g in a}), manifests_b, len({g.run for g in b}))
                  if manifests else None,
     }
+
+
+def check_not_itself(a_paths: list[Path], b_paths: list[Path], method_a: str, method_b: str) -> None:
+    """Refuse a log given as both A and B with the same method: its runs would be compared with
+    themselves, every board agreeing, which says nothing about either."""
+    if method_a != method_b:
+        return
+    for a in a_paths:
+        for b in b_paths:
+            if a.exists() and b.exists() and a.samefile(b):
+                raise DataError(f"{b}: is given as both --a and --b with the same method {method_a!r}, so the "
+                                f"comparison would be of these runs with themselves (every board agrees); give "
+                                f"the other method's logs as --b, or, for two methods in one log, name them "
+                                f"with --method-a and --method-b")
 
 
 def shared_updates(a_updates: set[int], b_updates: set[int], chosen: Collection[int] | None) -> list[int]:
@@ -316,10 +331,10 @@ def render(report: dict) -> str:
              f"alone (random floor: {floor_names}, exact; an optimal policy solves 100%).", "",
              table(strata_rows), "", *legend(report)]
     replayed = [f"{side.upper()}: {Verification.of(report['verification'][side]).describe()}" for side in ("a", "b")]
-    return "\n".join([settings_lines(report["settings"]), *replayed, "", *lines, *cost_lines(report)])
+    return "\n".join([settings_lines(report["settings"], a == b), *replayed, "", *lines, *cost_lines(report)])
 
 
-def settings_lines(settings: dict) -> str:
+def settings_lines(settings: dict, same_method: bool = False) -> str:
     """The settings check, in words: passed, passed with caveats, or not made."""
     if not settings["checked"]:
         return ("Settings NOT checked (--no-manifest): the logs come without run manifests, so nothing shows "
@@ -327,7 +342,8 @@ def settings_lines(settings: dict) -> str:
                 "and decoding.")
     lines = [f"Settings: the {settings['settings']} controlled settings of the run manifests "
              f"({', '.join(Path(path).name for path in settings['manifests_a'] + settings['manifests_b'])}) agree"
-             + (" except where allowed below." if settings["allowed_differences"] else "; only the method differs.")]
+             + (" except where allowed below." if settings["allowed_differences"] else
+                "; A and B are runs of one method." if same_method else "; only the method differs.")]
     for difference in settings["allowed_differences"]:
         lines.append(f"Caveat: {difference['key']} differs (A {_values(difference['a'])}, B "
                      f"{_values(difference['b'])}), allowed by --allow-difference: the difference in success "
@@ -449,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --plot {args.plot}: cannot be written ({err.strerror})", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.json else render(report))
+    if args.plot:  # on stderr, so the report on stdout stays one document
+        chart = "a forest plot of the one update" if len(report["updates"]) == 1 else "the learning curves"
+        print(f"wrote {args.plot}: {chart}, {plot_format.upper()}", file=sys.stderr)
     return 0
 
 

@@ -140,7 +140,7 @@ def load_entry(folder: Path, boards: BoardSet) -> Entry:
     if logs.training_rows:
         raise EntryRefused(f"{log}: holds {logs.training_rows} training rows; an entry is one validation pass")
     check_board_set(logs.rows, boards)
-    groups = group_rows(logs.rows, boards)  # refuses a dropped, repeated or unknown board
+    groups = group_rows(logs.rows, boards, hint=_record_removed)  # refuses a dropped, repeated or unknown board
     if len(groups) != 1:
         raise EntryRefused(f"{log}: holds {len(groups)} validation passes "
                            f"({', '.join(f'{g.method}/{g.run}/update {g.update}' for g in groups)}); "
@@ -163,6 +163,15 @@ def load_entry(folder: Path, boards: BoardSet) -> Entry:
             raise EntryRefused(f"{folder / name}: changed since it was submitted (SHA-256 {found[:12]}…, "
                                f"{ENTRY} records {info['sha256'][name][:12]}…)")
     return Entry(folder.name, info, manifest, groups[0], verification)
+
+
+def _record_removed(log: Path, played: int, boards: int) -> str:
+    """The fix for an entry whose pass misses a board: ``--add`` took it only complete, so a
+    record was removed from the entry's log since, which no rerun of the run would mend."""
+    return (f"the pass was complete when the entry was added (--add refuses any other), so "
+            f"{'its record was' if boards - played == 1 else 'their records were'} removed from {log} since: "
+            f"restore the file as it was submitted (git checkout -- {log}), or add the entry again from the "
+            f"run's own log with leaderboard --add")
 
 
 def entry_folders(results: Path) -> list[Path]:
