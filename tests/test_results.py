@@ -175,6 +175,20 @@ def test_a_record_deleted_from_an_evaluate_entry_is_named_as_missing_with_its_bo
     assert "--resume" not in refusal and "evaluate stopped" not in refusal
 
 
+def test_score_compare_and_the_leaderboard_give_one_pass_one_interval(capsys):
+    from sokoban_tools.evaluation import compare, score
+
+    log = RESULTS / "random-policy" / LOG
+    report = leaderboard.leaderboard(RESULTS, REPO / "fairness" / "evaluation.jsonl")
+    ranked = next(row for row in report["entries"] if row["entry"] == "random-policy")
+    [scored] = score.score([log])["groups"]
+    [compared] = compare.compare([log], [RESULTS / "optimal" / LOG])["updates"]
+    assert ranked["ci95"] == scored["ci95"] == compared["ci95_a"] == list(exact_interval(56, 256))
+    assert report["interval"] == score.score([log])["interval"] == "exact (Clopper-Pearson) 95% interval"
+    for stratum, entry in ranked["by_stratum"].items():
+        assert entry["ci95"] == scored["by_stratum"][stratum]["ci95"] == compared["by_stratum"][stratum]["ci95_a"]
+
+
 def test_exact_interval_and_holm_correction_match_their_definitions():
     assert exact_interval(0, 10)[0] == 0.0 and exact_interval(0, 10)[1] == pytest.approx(0.30849710)
     assert exact_interval(5, 10) == pytest.approx((0.18708603, 0.81291397))

@@ -56,8 +56,8 @@ from .inputs import check_rows_against_manifests, not_a_log
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
-from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
-                    sign_test_p, wilson_interval)
+from .stats import (SUCCESS_INTERVAL, Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
+                    sign_test_p, success_interval)
 
 RESAMPLES = 2000
 SEED = 0
@@ -78,7 +78,7 @@ def pick_method(groups: list[Group], name: str | None, side: str, paths: list[Pa
 
 # What each interval and p-value code of a report means; each update names the codes it used.
 INTERVALS = {
-    "wilson": "Wilson score interval (one run)",
+    "exact": f"{SUCCESS_INTERVAL} (one run)",
     "newcombe": "Newcombe's paired score interval, method 10 (one run each)",
     "bootstrap": ("percentile interval of a seeded bootstrap over the runs of each method and the boards "
                   "within each stratum, shared by both methods (several runs on a side)"),
@@ -94,16 +94,16 @@ def paired(a_won: np.ndarray, b_won: np.ndarray, strata: np.ndarray, bootstrap: 
     a_rates, b_rates = a_won.mean(axis=0), b_won.mean(axis=0)
     intervals = bootstrap.intervals(a_won, b_won, strata)
     single = len(a_won) == 1 and len(b_won) == 1
-    codes = {"success_a": "wilson" if len(a_won) == 1 else "bootstrap",
-             "success_b": "wilson" if len(b_won) == 1 else "bootstrap",
+    codes = {"success_a": "exact" if len(a_won) == 1 else "bootstrap",
+             "success_b": "exact" if len(b_won) == 1 else "bootstrap",
              "difference": "newcombe" if single else "bootstrap", "p_value": "mcnemar" if single else "sign"}
     return {
         "boards": a_won.shape[1],
         **{key: sum(getattr(t, key) for t in tables) for key in ("both", "a_only", "b_only", "neither")},
         "success_a": float(a_rates.mean()),
-        "ci95_a": list(wilson_interval(int(a_won.sum()), a_won.size) if len(a_won) == 1 else intervals["success_a"]),
+        "ci95_a": list(success_interval(int(a_won.sum()), a_won.size) if len(a_won) == 1 else intervals["success_a"]),
         "success_b": float(b_rates.mean()),
-        "ci95_b": list(wilson_interval(int(b_won.sum()), b_won.size) if len(b_won) == 1 else intervals["success_b"]),
+        "ci95_b": list(success_interval(int(b_won.sum()), b_won.size) if len(b_won) == 1 else intervals["success_b"]),
         "difference": float(a_rates.mean() - b_rates.mean()),
         "ci95": list(newcombe_paired_interval(tables[0]) if single else intervals["difference"]),
         "p_value": sign_test_p(int(np.sum(a_rates > b_rates)), int(np.sum(a_rates < b_rates))),

@@ -57,8 +57,8 @@ from ..records.rows import DataError
 from .inputs import check_rows_against_manifests
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
-from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
-from .stats import PairedTable, exact_interval, holm_adjusted, sign_test_p
+from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs, success
+from .stats import SUCCESS_INTERVAL, PairedTable, holm_adjusted, sign_test_p
 
 RESULTS = Path("results")
 LOG = "episodes.jsonl"
@@ -181,11 +181,6 @@ def entry_folders(results: Path) -> list[Path]:
     return sorted(path for path in results.iterdir() if path.is_dir() and not path.name.startswith("."))
 
 
-def _success(won: np.ndarray) -> dict:
-    wins, boards = int(won.sum()), len(won)
-    return {"wins": wins, "boards": boards, "success": wins / boards, "ci95": list(exact_interval(wins, boards))}
-
-
 def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict:
     """Every entry of ``results`` verified; the refused ones named, the rest ranked (see the
     module docstring)."""
@@ -200,8 +195,8 @@ def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict
     entries.sort(key=lambda e: (-int(e.group.won.sum()), e.name))
     rows = [{
         "entry": e.name, **{key: e.info[key] for key in (*TEXT_KEYS, "date")},
-        **_success(e.group.won),
-        "by_stratum": {label: _success(e.group.won[boards.strata == label])
+        **success(e.group.won),
+        "by_stratum": {label: success(e.group.won[boards.strata == label])
                        for label, _, _ in STRATA if np.any(boards.strata == label)},
         "mean_return": float(np.mean(e.group.returns)),
         "replayed": e.verification.verified,
@@ -218,7 +213,7 @@ def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict
     return {
         "results": str(results),
         "evaluation_sha256": boards.sha256,
-        "interval": "exact (Clopper-Pearson) 95% interval",
+        "interval": SUCCESS_INTERVAL,
         "test": (f"McNemar's exact test against the best entry on the {len(boards.task_ids)} shared boards, "
                  f"Holm-corrected over {max(len(entries) - 1, 0)} comparisons; indistinguishable: corrected "
                  f"p >= {ALPHA}"),

@@ -29,7 +29,7 @@ from ..records.boards import board_file, board_file_from
 from ..records.manifest import BOARDS, manifest_path, read_manifest
 from ..records.tasks import load_validation
 from .inputs import incomplete_hint, read_log
-from .stats import wilson_interval
+from .stats import success_interval
 
 DEFAULT_VALIDATION = ROOT / VALIDATION_DATA
 REPLAY_HINT = f"play the current {VALIDATION_DATA} again and log every board of each pass"
@@ -103,6 +103,7 @@ class Group:
     won: np.ndarray
     returns: np.ndarray
     location: str  # of its first row
+    logs: tuple[str, ...] = ()  # the logs its rows are in
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,8 @@ def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None,
             continue
         ordered = [played[task_id].record for task_id in boards.task_ids]
         groups.append(Group(*key, np.array([r.won for r in ordered]),
-                            np.array([r.episode_return for r in ordered]), first))
+                            np.array([r.episode_return for r in ordered]), first,
+                            tuple(dict.fromkeys(row.log for row in played.values()))))
     if not groups and in_progress:
         raise DataError(f"{in_progress[0].refusal} (no complete pass to score yet)")
     return groups, in_progress
@@ -249,9 +251,9 @@ def _name(key: tuple[str, str, int]) -> str:
 
 
 def success(won: np.ndarray) -> dict:
-    """Boards, wins, success rate and its Wilson 95% interval."""
+    """Boards, wins, success rate and its 95% interval (:func:`.stats.success_interval`)."""
     boards, wins = len(won), int(np.sum(won))
-    return {"boards": boards, "wins": wins, "success": wins / boards, "ci95": list(wilson_interval(wins, boards))}
+    return {"boards": boards, "wins": wins, "success": wins / boards, "ci95": list(success_interval(wins, boards))}
 
 
 def score_group(group: Group, boards: BoardSet) -> dict:
