@@ -150,6 +150,7 @@ def test_card__limitations_quote_the_intervals_every_report_gives(card_text):
     lengths_shown = lengths("evaluation.jsonl")
     assert f"validation solutions of {min(lengths_shown)}–{max(lengths_shown)} actions" in limitations
     assert "Wilson" not in card_text  # one family: the results table's too
+    assert "replay proves a log consistent, not who played it" in limitations
 
 
 def test_card__says_what_each_of_its_random_figures_is(card_text):

@@ -189,6 +189,29 @@ def test_score_compare_and_the_leaderboard_give_one_pass_one_interval(capsys):
         assert entry["ci95"] == scored["by_stratum"][stratum]["ci95"] == compared["by_stratum"][stratum]["ci95_a"]
 
 
+def test_the_leaderboard_shows_each_entrys_answers_that_were_no_move_costs_per_episode_and_verification(capsys):
+    report = leaderboard.leaderboard(RESULTS, REPO / "fairness" / "evaluation.jsonl")
+    rows = {row["entry"]: row for row in report["entries"]}
+    text_model = rows["smollm2-135m-text"]
+    moves = "".join(json.loads(line)["moves"] for line in (RESULTS / "smollm2-135m-text" / LOG).read_text().splitlines())
+    assert text_model["turns"] == len(moves) and text_model["no_move_share"] == moves.count("0") / len(moves)
+    costs = json.loads((RESULTS / "smollm2-135m-text" / MANIFEST).read_text())["costs"]
+    assert text_model["requests_per_episode"] == costs["requests"]["value"] / 256
+    assert text_model["prompt_tokens_per_episode"] == costs["prompt_tokens"]["value"] / 256
+    assert text_model["completion_tokens_per_episode"] == costs["completion_tokens"]["value"] / 256
+    assert rows["optimal"]["no_move_share"] == 0.0 and rows["optimal"]["requests_per_episode"] is None
+    text = leaderboard.render(report)
+    [line] = [line for line in text.splitlines() if line.startswith("smollm2-135m-text ")]
+    assert re.search(rf"{text_model['submitted_by']} +{len(moves):,} +{text_model['no_move_share']:.1%} +"
+                     rf"{costs['requests']['value'] / 256:,.1f} +{costs['prompt_tokens']['value'] / 256:,.0f} \+ "
+                     rf"{costs['completion_tokens']['value'] / 256:,.0f} +256/256: won, actions, return", line), line
+    assert "A replay proves a log consistent with the boards and the rules, not who played it" in text
+    page = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    assert line in page and "**Not a move**" in page  # the results page carries the columns, the card stays narrow
+    card_results = (REPO / "README.md").read_text(encoding="utf-8").split("\n## Results\n", 1)[1].split("\n## ", 1)[0]
+    assert "| Entry | Success [exact 95% CI] | vs best (Holm p) |" in card_results
+
+
 def test_exact_interval_and_holm_correction_match_their_definitions():
     assert exact_interval(0, 10)[0] == 0.0 and exact_interval(0, 10)[1] == pytest.approx(0.30849710)
     assert exact_interval(5, 10) == pytest.approx((0.18708603, 0.81291397))

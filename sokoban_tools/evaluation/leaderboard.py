@@ -20,7 +20,11 @@ log, checking it first. An entry is refused, in one line naming it and the reaso
   bytes it was submitted with (an edit the checks above cannot see).
 
 The rest are ranked by success, with the exact (Clopper-Pearson) 95% interval, overall and
-per stratum. Each entry is compared with the best on the shared boards by McNemar's exact
+per stratum. Beside it, per entry: the share of its turns whose answer was not a move (action 0,
+a text model's main failure), the requests and tokens an episode took where the manifest
+counts them (``evaluate`` does), who submitted it, and what the replay checked. The replay is
+this command's, which CI runs on every pull request: it proves a log consistent with the boards
+and the rules, not who played it. Each entry is compared with the best on the shared boards by McNemar's exact
 test, the p-values Holm-corrected over the comparisons; an entry whose corrected p-value is
 at least 0.05 is statistically indistinguishable from the best. Every controlled setting that
 differs between entries is listed with each entry's value: shown, never hidden.
@@ -51,7 +55,7 @@ from ..paths import PathError, read_bounded
 from ..protocol import STRATA
 from ..records import strict_json
 from ..records.boards import BoardsNotFound
-from ..records.episodes import read_episodes
+from ..records.episodes import MOVE_LETTERS, read_episodes
 from ..records.manifest import SETTING, manifest_path, read_manifest
 from ..records.rows import DataError
 from .inputs import check_rows_against_manifests
@@ -69,6 +73,9 @@ ENTRY_KEYS = ("format", "model", "method", "submitted_by", "link", "date", "sha2
 TEXT_KEYS = ("model", "method", "submitted_by", "link")
 NOTES = "notes"
 ALPHA = 0.05
+NO_MOVE = MOVE_LETTERS[0]  # a turn whose answer was not a move
+REQUESTS = "requests"  # the cost entries evaluate keeps (sokoban_tools.integrations.served.client.Usage)
+TOKENS = ("prompt_tokens", "completion_tokens")
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
@@ -85,6 +92,8 @@ class Entry:
     manifest: dict
     group: Group
     verification: Verification
+    turns: int = 0
+    no_move_turns: int = 0  # turns whose answer was not a move
 
 
 def entry_document(model: str, method: str, submitted_by: str, link: str, day: str, log: bytes,
@@ -162,7 +171,8 @@ def load_entry(folder: Path, boards: BoardSet) -> Entry:
         if found != info["sha256"][name]:
             raise EntryRefused(f"{folder / name}: changed since it was submitted (SHA-256 {found[:12]}…, "
                                f"{ENTRY} records {info['sha256'][name][:12]}…)")
-    return Entry(folder.name, info, manifest, groups[0], verification)
+    moves = "".join(row.record.moves for row in logs.rows)
+    return Entry(folder.name, info, manifest, groups[0], verification, len(moves), moves.count(NO_MOVE))
 
 
 def _record_removed(log: Path, played: int, boards: int) -> str:
@@ -201,6 +211,9 @@ def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict
         "mean_return": float(np.mean(e.group.returns)),
         "replayed": e.verification.verified,
         "returns_replayed": not e.verification.returns_unchecked,
+        "turns": e.turns,
+        "no_move_share": e.no_move_turns / e.turns if e.turns else 0.0,
+        **per_episode(e.manifest["costs"], len(e.group.won)),
     } for e in entries]
     if entries:
         best = entries[0]
@@ -221,6 +234,13 @@ def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict
         "settings_differ": settings_differences(entries),
         "refused": refused,
     }
+
+
+def per_episode(costs: dict, episodes: int) -> dict:
+    """Requests, prompt tokens and completion tokens per episode, from the manifest's cost
+    entries; ``None`` where the manifest does not count them (a scripted policy asks no server)."""
+    return {f"{name}_per_episode": costs[name]["value"] / episodes if name in costs else None
+            for name in (REQUESTS, *TOKENS)}
 
 
 def settings_differences(entries: list[Entry]) -> list[dict]:
@@ -246,6 +266,29 @@ def verdict(row: dict) -> str:
     return f"{'≈ best' if versus['indistinguishable'] else 'below best'} (p={versus['p_holm']:.2g})"
 
 
+ANSWERS = ("Answers, costs and verification per entry: the share of turns whose answer was not a move (action 0), "
+           "requests and tokens per episode where the run manifest counts them, who submitted the entry, and what "
+           "replaying its episodes checked:")
+PROVENANCE = ("Verified by this command, which CI runs on every pull request (and `reproduce --check` again): every "
+              "episode replayed from its moves on its stored board. A replay proves a log consistent with the boards "
+              "and the rules, not who played it or with which model: that rests on the submitter's word.")
+
+
+def _tokens(row: dict) -> str:
+    prompt, completion = (row[f"{name}_per_episode"] for name in TOKENS)
+    return "—" if prompt is None or completion is None else f"{prompt:,.0f} + {completion:,.0f}"
+
+
+def answers_rows(rows: list[dict]) -> list[list[str]]:
+    """The header and one row per entry of the answers, costs and verification table."""
+    return [["entry", "submitted by", "turns", "not a move", "requests/episode",
+             "tokens/episode (prompt + completion)", "replayed"]] + [
+        [r["entry"], r["submitted_by"], f"{r['turns']:,}", f"{r['no_move_share']:.1%}",
+         "—" if r["requests_per_episode"] is None else f"{r['requests_per_episode']:,.1f}", _tokens(r),
+         f"{r['replayed']}/{r['boards']}: won, actions" + (", return" if r["returns_replayed"] else "")]
+        for r in rows]
+
+
 def render(report: dict) -> str:
     """The readable form of a :func:`leaderboard` report."""
     lines = [f"REFUSED {refusal['entry']}: {refusal['reason']}" for refusal in report["refused"]]
@@ -262,7 +305,7 @@ def render(report: dict) -> str:
               f"{len(rows)} {'entry' if len(rows) == 1 else 'entries'} verified (every episode replayed from its "
               f"moves) on evaluation.jsonl "
               f"{report['evaluation_sha256'][:12]}…; success with its {report['interval']}; {report['test']}.",
-              "", table([header] + body)]
+              "", table([header] + body), "", ANSWERS, "", table(answers_rows(rows)), "", PROVENANCE]
     unchecked = [r["entry"] for r in rows if not r["returns_replayed"]]
     if unchecked:
         lines += ["", f"Returns not replayed (the manifest declares another reward scheme than the runtime's; "

@@ -416,11 +416,13 @@ def results_report(repo: Path) -> dict:
 
 
 def results_values(report: dict) -> dict[str, object]:
-    """The card's compact results table and the results page's full one, from the leaderboard."""
-    rows = [["Entry", "Model", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 4]
-    rows += [[f"`{r['entry']}`", r["model"], leaderboard.rate(r), leaderboard.verdict(r)] for r in report["entries"]]
+    """The card's narrow results table (models, strata, answers, costs and verification are the
+    results page's) and the results page's full one, from the leaderboard."""
+    rows = [["Entry", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 3]
+    rows += [[f"`{r['entry']}`", leaderboard.rate(r), leaderboard.verdict(r)] for r in report["entries"]]
     keys = report["settings_differ"]
-    differ = f"{len(keys)} of {len(SETTINGS)} ([each entry's values](docs/results.md#the-table))" if keys else "none"
+    differ = (f"the {len(keys)} of {len(SETTINGS)} settings that differ between entries" if keys else
+              "the settings, the same in all entries")
     return {
         "results_table": _table(rows),
         "results_settings_differ": differ,
