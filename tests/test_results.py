@@ -175,6 +175,17 @@ def test_a_record_deleted_from_an_evaluate_entry_is_named_as_missing_with_its_bo
     assert "--resume" not in refusal and "evaluate stopped" not in refusal
 
 
+def test_add_of_a_pass_missing_a_board_gives_the_fix_of_the_run_that_wrote_it_not_of_a_submitted_entry(tmp_path):
+    log = tmp_path / "cut.jsonl"  # the random policy's pass, one board short: never a complete entry
+    rows = _lines(RESULTS / "random-policy")
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows[:-1]))
+    shutil.copy(RESULTS / "random-policy" / MANIFEST, tmp_path / (log.name + ".manifest.json"))
+    with pytest.raises(DataError, match=f"misses 1 of the 256 validation boards \\({rows[-1]['task_id']}\\); a run "
+                                        f"interrupted during validation") as refused:
+        add_entry(tmp_path / "results", "cut", log, "none", "tests", "docs/results.md", "2026-12-02")
+    assert "was complete when the entry was added" not in str(refused.value)
+
+
 def test_score_compare_and_the_leaderboard_give_one_pass_one_interval(capsys):
     from sokoban_tools.evaluation import compare, score
 

@@ -58,7 +58,7 @@ from ..records.boards import BoardsNotFound
 from ..records.episodes import MOVE_LETTERS, read_episodes
 from ..records.manifest import SETTING, manifest_path, read_manifest
 from ..records.rows import DataError
-from .inputs import check_rows_against_manifests
+from .inputs import check_rows_against_manifests, incomplete_hint
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs, success
@@ -92,8 +92,8 @@ class Entry:
     manifest: dict
     group: Group
     verification: Verification
-    turns: int = 0
-    no_move_turns: int = 0  # turns whose answer was not a move
+    turns: int
+    no_move_turns: int  # turns whose answer was not a move
 
 
 def entry_document(model: str, method: str, submitted_by: str, link: str, day: str, log: bytes,
@@ -136,9 +136,10 @@ def _checked_info(path: Path) -> dict:
     return info
 
 
-def load_entry(folder: Path, boards: BoardSet) -> Entry:
+def load_entry(folder: Path, boards: BoardSet, submitted: bool = True) -> Entry:
     """The verified entry in ``folder``; :class:`EntryRefused` (or another :class:`DataError`)
-    naming the first check it fails."""
+    naming the first check it fails. A ``submitted`` entry passed them when it was added, so a
+    board missing from it now was removed since; an entry being added is the run's log."""
     for name in (ENTRY, LOG, MANIFEST):
         if not (folder / name).is_file():
             raise EntryRefused(f"{folder}: has no {name}; an entry holds {ENTRY}, {LOG} and {MANIFEST}")
@@ -149,7 +150,8 @@ def load_entry(folder: Path, boards: BoardSet) -> Entry:
     if logs.training_rows:
         raise EntryRefused(f"{log}: holds {logs.training_rows} training rows; an entry is one validation pass")
     check_board_set(logs.rows, boards)
-    groups = group_rows(logs.rows, boards, hint=_record_removed)  # refuses a dropped, repeated or unknown board
+    # refuses a dropped, repeated or unknown board
+    groups = group_rows(logs.rows, boards, hint=_record_removed if submitted else incomplete_hint)
     if len(groups) != 1:
         raise EntryRefused(f"{log}: holds {len(groups)} validation passes "
                            f"({', '.join(f'{g.method}/{g.run}/update {g.update}' for g in groups)}); "
@@ -354,7 +356,7 @@ def add_entry(results: Path, name: str, log: Path, model: str, submitted_by: str
             (staging / MANIFEST).write_bytes(manifest_bytes)
             (staging / ENTRY).write_bytes(entry_document(model, method, submitted_by, link, day, lines,
                                                          manifest_bytes, notes))
-            load_entry(staging, BoardSet.load(validation, [log]))
+            load_entry(staging, BoardSet.load(validation, [log]), submitted=False)
             staging.rename(folder)
         finally:
             if staging.exists():
