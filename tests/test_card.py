@@ -138,17 +138,28 @@ def test_card__shows_one_row_of_the_validation_file_as_a_data_instance(card_text
     assert all(f"`{name}`" in card_section(card_text, "Schema, actions and a row") for name, _ in card.ROW_FEATURES)
 
 
-def test_card__limitations_quote_the_intervals_the_code_computes(card_text):
-    from sokoban_tools.evaluation.stats import wilson_interval
+def test_card__limitations_quote_the_intervals_every_report_gives(card_text):
+    from sokoban_tools.evaluation.stats import exact_interval
 
     limitations = card_section(card_text, "Limitations")
-    low, high = wilson_interval(128, 256)
+    low, high = exact_interval(128, 256)
     smallest = Counter(stratum_of(n) for n in lengths("evaluation.jsonl"))["9-14"]
-    assert f"95% Wilson interval of ±{(high - low) / 2 * 100:.1f} points" in limitations
+    assert f"95% exact interval of ±{(high - low) / 2 * 100:.1f} points" in limitations
     assert f"0 of the {smallest} boards of the 9–14 actions stratum still allows " \
-           f"{wilson_interval(0, smallest)[1]:.1%}" in limitations
+           f"{exact_interval(0, smallest)[1]:.1%}" in limitations
     lengths_shown = lengths("evaluation.jsonl")
     assert f"validation solutions of {min(lengths_shown)}–{max(lengths_shown)} actions" in limitations
+    assert "Wilson" not in card_text  # one family: the results table's too
+    assert "replay proves a log consistent, not who played it" in limitations
+
+
+def test_card__says_what_each_of_its_random_figures_is(card_text):
+    baselines = json.loads((REPO / "fairness" / "baselines.json").read_text())
+    floor = f"{baselines['splits']['validation']['overall']['moves_1_4']['success']['float']:.1%}"
+    quick_start = card_section(card_text, "Quick start")
+    assert f"near the random floor, {floor}, a uniform random policy's exact expected success; the run prints " \
+           f"its own sample, and the results table's `random-policy` is another run" in quick_start
+    assert "| `random-policy` |" in card_section(card_text, "Results")
 
 
 @pytest.mark.parametrize("term", ["GRPO", "CPAD", "Stratum", "strata", "Shortest solution length", "Update",

@@ -294,8 +294,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.parametrize("case", ["refused connection", "wrong key", "unknown model", "no image input",
-                                  "retries run out", "prompt too long"])
+@pytest.mark.parametrize("case", ["refused connection", "https to a plain-HTTP server", "wrong key", "unknown model",
+                                  "no image input", "retries run out", "prompt too long"])
 def test_failures_no_retry_mends_stop_at_once_with_one_line(tmp_path, capsys, case):
     log = tmp_path / "log.jsonl"
     script, options, words = Script("shortest", keep=False), [], []
@@ -309,14 +309,21 @@ def test_failures_no_retry_mends_stop_at_once_with_one_line(tmp_path, capsys, ca
         script.fail, options, words = {n: 500 for n in range(1, 50)}, ["--retries", "2"], ["kept failing", "--resume"]
     elif case == "prompt too long":
         options, words = ["--max-prompt-length", "100"], ["prompt tokens", "--max-prompt-length 100"]
+    elif case == "https to a plain-HTTP server":
+        words = ["answered the TLS handshake in plain HTTP", "does not serve https; give --base-url http://127.0.0.1:"]
     else:
         words = ["cannot connect", "start the server"]
     with LoopbackServer(script) as server:
         url = f"http://127.0.0.1:{free_port()}/v1" if case == "refused connection" else server.base_url
+        if case.startswith("https"):
+            url = url.replace("http://", "https://", 1)
         code, _, err = evaluate(capsys, url, log, "--boards", "4", *options)
     stopped_with_one_line(code, err, *words)
+    if case.startswith("https"):
+        assert f"give --base-url {server.base_url}" in err and "Connection error." not in err
     assert not log.exists() or read_episodes(log) == []
-    if case in ("refused connection", "wrong key", "unknown model"):  # refused before anything is written
+    if case in ("refused connection", "https to a plain-HTTP server", "wrong key", "unknown model"):
+        # refused before anything is written
         assert not manifest_path(log).exists()
 
 

@@ -9,6 +9,7 @@ verl-agent's own manager on all 256 boards).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -96,6 +97,27 @@ def test_gems_vector_plays_each_board_once_a_pass_and_matches_evaluates_text_tur
     assert ours == theirs and 0 < sum(won for won, _, _ in ours.values()) < 256
     # every text the vector showed is one evaluate sent, and the other way round (each board's turns)
     assert set(observations) == {seen.text for seen in server.seen}
+
+
+def test_the_pages_vector_example_logs_a_pass_that_scores_clean_since_its_manifest_declares_no_schedule(
+        gem, tmp_path, monkeypatch):
+    page_text = (REPO / "docs" / "gem.md").read_text(encoding="utf-8")
+    [example] = [block for block in re.findall(r"```python\n(.*?)```", page_text, re.S) if "episode_log=" in block]
+    monkeypatch.chdir(tmp_path)  # the page's runs/gem-grpo.jsonl
+    page = {"gem": gem}
+    exec(example, page)  # the page's own make_vec and reset, as a reader runs them
+    envs, texts = page["envs"], page["texts"]
+    episodes = np.zeros(len(texts), dtype=int)
+    while episodes.min() < 256 // len(texts):
+        texts, rewards, terminated, truncated, _ = envs.step([policy(text) for text in texts])
+        episodes += terminated | truncated
+    for env in envs.envs:
+        env.close()
+    report = score.score([tmp_path / "runs" / "gem-grpo.jsonl"])
+    assert [(g["method"], g["update"], g["boards"]) for g in report["groups"]] == [("GRPO", 100, 256)]
+    text = score.render(report)
+    assert "MISSING" not in text and "UNEXPECTED" not in text
+    assert "schedule not checked: its run manifest declares none" in text
 
 
 def test_training_shards_of_a_seeded_vector_play_each_draw_once(gem):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -131,6 +132,28 @@ def test_the_shortest_path_policy_wins_all_256_through_make_and_the_log_scores(g
     assert manifest["settings"]["initial_weights.model"] == "scripted"
     assert manifest["notes"]["env_id"] == "SokobanFairness-v1"
     assert manifest["data_sha256"]["fairness/train.jsonl"] is None  # a scripted policy learnt nothing
+
+
+def test_the_pages_log_and_score_example_scores_clean_since_its_manifest_declares_no_schedule(
+        gymnasium, tmp_path, monkeypatch):
+    from sokoban_tools.evaluation.score import render, score
+
+    section = (REPO / "docs" / "gymnasium.md").read_text(encoding="utf-8").split("\n## Log and score\n", 1)[1]
+    [example] = re.findall(r"```python\n(.*?)```", section, re.S)
+    monkeypatch.chdir(tmp_path)  # the page's runs/ppo.jsonl
+    page = {"gymnasium": gymnasium}
+    exec(example, page)  # the page's own gymnasium.make, as a reader runs it
+    env = page["env"]
+    obs, info = env.reset(seed=0)
+    for _ in range(256):
+        for action in plan(obs):
+            obs, reward, terminated, truncated, info = env.step(action)
+        obs, info = env.reset()
+    report = score([tmp_path / "runs" / "ppo.jsonl"])
+    assert [(g["update"], g["wins"]) for g in report["groups"]] == [(100_000, 256)]
+    text = render(report)
+    assert "MISSING" not in text and "UNEXPECTED" not in text
+    assert "schedule not checked: its run manifest declares none" in text
 
 
 def test_a_vector_of_16_shares_one_seeded_draw_of_training_boards(gymnasium):

@@ -17,7 +17,7 @@ from fractions import Fraction
 import pytest
 
 from conftest import REPO
-from sokoban_tools.evaluation.stats import wilson_interval
+from sokoban_tools.evaluation.stats import success_interval
 from sokoban_tools.records.episodes import read_episodes
 
 
@@ -73,5 +73,5 @@ def test_quick_start__the_first_command_runs_unchanged_in_a_fresh_clone_and_scor
     assert f"{wins}/256 {wins / 256:.1%}" in out
     # a random mover's success: its 95% interval holds the exact random floor of these boards
     floor = json.loads((REPO / "fairness" / "baselines.json").read_text())["splits"]["validation"]["overall"]
-    low, high = wilson_interval(wins, 256)
+    low, high = success_interval(wins, 256)
     assert low <= Fraction(floor["moves_1_4"]["success"]["exact"]) <= high, (wins, floor)

@@ -74,7 +74,8 @@ def flip_won(folder: Path) -> None:
 
 
 def drop_record(folder: Path) -> None:
-    _write(folder, _lines(folder)[:-1])
+    rows = _lines(folder)
+    _write(folder, rows[:100] + rows[101:])  # one board's record, from the middle
 
 
 def swap_boards(folder: Path) -> None:
@@ -108,8 +109,9 @@ def point_boards_elsewhere(folder: Path) -> None:
 
 @pytest.mark.parametrize("edit, named", [
     (flip_won, r"random-policy/episodes\.jsonl:\d+: the record says won=true, .* gives won=false"),
-    (drop_record, r"random-policy/episodes\.jsonl:1: an incomplete validation pass: .* misses 1 of the 256 "
-                  r"validation boards \(eval-\d+\)"),
+    (drop_record, r"random-policy/episodes\.jsonl: an incomplete validation pass in lines 1–255: .* misses 1 of the "
+                  r"256 validation boards \(eval-\d+\); the pass was complete when the entry was added .*its record "
+                  r"was removed .* since: restore the file"),
     (swap_boards, r"random-policy/episodes\.jsonl:\d+: the record says won=\w+, .* on board eval-\d+ gives"),
     (change_setting, r"random-policy/episodes\.jsonl\.manifest\.json: setting decoding\.validation\.temperature "
                      r"is 0\.0, but the entry was submitted with null"),
@@ -157,6 +159,68 @@ def test_an_entry_file_with_a_missing_or_wrong_key_is_refused_by_name(tmp_path, 
     (results / "optimal" / ENTRY).write_text(json.dumps(info))
     with pytest.raises(EntryRefused, match=r"missing \['link'\]"):
         load_entry(results / "optimal", boards)
+
+
+def test_a_record_deleted_from_an_evaluate_entry_is_named_as_missing_with_its_board_not_as_a_stopped_evaluate(
+        tmp_path, capsys):
+    copy = tmp_path / "results"
+    shutil.copytree(RESULTS / "smollm2-135m-text", copy / "smollm2-135m-text")
+    rows = _lines(copy / "smollm2-135m-text")
+    _write(copy / "smollm2-135m-text", rows[:99] + rows[100:])
+    assert leaderboard.main([str(copy)]) == 1
+    [refusal] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("REFUSED")]
+    assert f"misses 1 of the 256 validation boards ({rows[99]['task_id']})" in refusal
+    assert "episodes.jsonl: an incomplete validation pass in lines 1–255:" in refusal
+    assert "its record was removed" in refusal
+    assert "--resume" not in refusal and "evaluate stopped" not in refusal
+
+
+def test_add_of_a_pass_missing_a_board_gives_the_fix_of_the_run_that_wrote_it_not_of_a_submitted_entry(tmp_path):
+    log = tmp_path / "cut.jsonl"  # the random policy's pass, one board short: never a complete entry
+    rows = _lines(RESULTS / "random-policy")
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows[:-1]))
+    shutil.copy(RESULTS / "random-policy" / MANIFEST, tmp_path / (log.name + ".manifest.json"))
+    with pytest.raises(DataError, match=f"misses 1 of the 256 validation boards \\({rows[-1]['task_id']}\\); a run "
+                                        f"interrupted during validation") as refused:
+        add_entry(tmp_path / "results", "cut", log, "none", "tests", "docs/results.md", "2026-12-02")
+    assert "was complete when the entry was added" not in str(refused.value)
+
+
+def test_score_compare_and_the_leaderboard_give_one_pass_one_interval(capsys):
+    from sokoban_tools.evaluation import compare, score
+
+    log = RESULTS / "random-policy" / LOG
+    report = leaderboard.leaderboard(RESULTS, REPO / "fairness" / "evaluation.jsonl")
+    ranked = next(row for row in report["entries"] if row["entry"] == "random-policy")
+    [scored] = score.score([log])["groups"]
+    [compared] = compare.compare([log], [RESULTS / "optimal" / LOG])["updates"]
+    assert ranked["ci95"] == scored["ci95"] == compared["ci95_a"] == list(exact_interval(56, 256))
+    assert report["interval"] == score.score([log])["interval"] == "exact (Clopper-Pearson) 95% interval"
+    for stratum, entry in ranked["by_stratum"].items():
+        assert entry["ci95"] == scored["by_stratum"][stratum]["ci95"] == compared["by_stratum"][stratum]["ci95_a"]
+
+
+def test_the_leaderboard_shows_each_entrys_answers_that_were_no_move_costs_per_episode_and_verification(capsys):
+    report = leaderboard.leaderboard(RESULTS, REPO / "fairness" / "evaluation.jsonl")
+    rows = {row["entry"]: row for row in report["entries"]}
+    text_model = rows["smollm2-135m-text"]
+    moves = "".join(json.loads(line)["moves"] for line in (RESULTS / "smollm2-135m-text" / LOG).read_text().splitlines())
+    assert text_model["turns"] == len(moves) and text_model["no_move_share"] == moves.count("0") / len(moves)
+    costs = json.loads((RESULTS / "smollm2-135m-text" / MANIFEST).read_text())["costs"]
+    assert text_model["requests_per_episode"] == costs["requests"]["value"] / 256
+    assert text_model["prompt_tokens_per_episode"] == costs["prompt_tokens"]["value"] / 256
+    assert text_model["completion_tokens_per_episode"] == costs["completion_tokens"]["value"] / 256
+    assert rows["optimal"]["no_move_share"] == 0.0 and rows["optimal"]["requests_per_episode"] is None
+    text = leaderboard.render(report)
+    [line] = [line for line in text.splitlines() if line.startswith("smollm2-135m-text ")]
+    assert re.search(rf"{text_model['submitted_by']} +{len(moves):,} +{text_model['no_move_share']:.1%} +"
+                     rf"{costs['requests']['value'] / 256:,.1f} +{costs['prompt_tokens']['value'] / 256:,.0f} \+ "
+                     rf"{costs['completion_tokens']['value'] / 256:,.0f} +256/256: won, actions, return", line), line
+    assert "A replay proves a log consistent with the boards and the rules, not who played it" in text
+    page = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    assert line in page and "**Not a move**" in page  # the results page carries the columns, the card stays narrow
+    card_results = (REPO / "README.md").read_text(encoding="utf-8").split("\n## Results\n", 1)[1].split("\n## ", 1)[0]
+    assert "| Entry | Success [exact 95% CI] | vs best (Holm p) |" in card_results
 
 
 def test_exact_interval_and_holm_correction_match_their_definitions():

@@ -17,7 +17,7 @@ from sokoban_tools.evaluation import compare, score
 from sokoban_tools.records.episodes import EpisodeRecord
 from sokoban_tools.protocol import stratum_of
 from sokoban_tools.records.rows import read_rows
-from sokoban_tools.evaluation.stats import PairedTable, newcombe_paired_interval, wilson_interval
+from sokoban_tools.evaluation.stats import PairedTable, exact_interval, newcombe_paired_interval
 
 DIGEST = sokoban_fairness.PUBLISHED_FILES["fairness/evaluation.jsonl"]["sha256"]
 ROWS = read_rows(DATA_DIR / "evaluation.jsonl")
@@ -43,7 +43,7 @@ def pattern(wins, offset=0):
     return won
 
 
-def test_score__counts_rates_and_wilson_intervals_per_pass_stratum_and_length(tmp_path):
+def test_score__counts_rates_and_exact_intervals_per_pass_stratum_and_length(tmp_path):
     won = pattern(100)
     training = EpisodeRecord("GRPO", "s1", "training", 3, "train-00001", True, 4, 10.7, None)
     log = write(tmp_path / "log.jsonl", records("GRPO", "s1", 0, won), [training])
@@ -52,7 +52,7 @@ def test_score__counts_rates_and_wilson_intervals_per_pass_stratum_and_length(tm
     (group,) = report["groups"]
     assert (group["method"], group["run"], group["update"], group["boards"], group["wins"]) == ("GRPO", "s1", 0, 256, 100)
     assert group["success"] == 100 / 256
-    assert group["ci95"] == list(wilson_interval(100, 256))
+    assert group["ci95"] == list(exact_interval(100, 256))
     strata = Counter(stratum_of(r.shortest_solution_length) for r in ROWS)
     stratum_wins = Counter(stratum_of(r.shortest_solution_length) for r, w in zip(ROWS, won) if w)
     for label, entry in group["by_stratum"].items():
@@ -135,7 +135,8 @@ def bad_logs():
     unknown = good[:-1] + [good[-1].replace(IDS[-1], "eval-9999x")]
     return [
         ("stale digest", [line.replace(DIGEST, other) for line in good], r"stale\.jsonl:1: evaluation_sha256 0{64} is not"),
-        ("missing board", good[:-1], rf"missing\.jsonl:1: .*misses 1 of the 256 validation boards \({IDS[-1]}\)"),
+        ("missing board", good[:-1], rf"missing\.jsonl: an incomplete validation pass in lines 1–255: .*misses 1 of "
+                                     rf"the 256 validation boards \({IDS[-1]}\)"),
         ("repeated board", duplicated, rf"repeated\.jsonl:6: {IDS[3]} repeats in .*first at .*repeated\.jsonl:4"),
         ("unknown board", unknown, r"unknown\.jsonl:256: task_id 'eval-9999x' is not one of the 256"),
         ("malformed row", good[:2] + ['{"method": "A"}'] + good[2:], r"malformed\.jsonl:3: keys are"),

@@ -15,7 +15,7 @@ from PIL import Image
 
 from conftest import DATA_DIR, REPO
 from sokoban_tools.evaluation import compare, score
-from sokoban_tools.evaluation.stats import PairedTable, newcombe_paired_interval, sign_test_p, wilson_interval
+from sokoban_tools.evaluation.stats import PairedTable, newcombe_paired_interval, sign_test_p, success_interval
 from sokoban_tools.protocol import stratum_of
 from test_score_compare import ROWS, pattern, records, write
 from unavailable import unavailable
@@ -168,7 +168,7 @@ def test_compare__per_stratum_paired_differences_match_a_recount_of_each_strata_
             int(inside.sum()), table.both, table.a_only, table.b_only, table.neither)
         assert entry["difference"] == pytest.approx(table.difference)
         assert entry["ci95"] == list(newcombe_paired_interval(table))
-        assert entry["ci95_a"] == list(wilson_interval(int(a_won[inside].sum()), int(inside.sum())))
+        assert entry["ci95_a"] == list(success_interval(int(a_won[inside].sum()), int(inside.sum())))
         assert entry["p_value"] == sign_test_p(table.a_only, table.b_only)
     assert sum(entry["boards"] for entry in update["by_stratum"].values()) == 256
     assert compare.main(["--a", str(a), "--b", str(b), "--no-manifest"]) == 0
@@ -190,11 +190,12 @@ def test_compare__several_runs_per_stratum_intervals_come_from_the_stratums_boot
 
 
 @pytest.mark.parametrize("runs_a, runs_b, shown, hidden", [
-    (1, 1, ["A's success (1 run) and B's success (1 run): Wilson score interval",
+    (1, 1, ["A's success (1 run) and B's success (1 run): exact (Clopper-Pearson) 95% interval",
             "A - B: Newcombe's paired score interval", "p: McNemar's exact test"],
      ["percentile interval", "Bootstrap:", "sign test", "(1 runs)"]),
     (2, 1, ["A's success (2 runs) and A - B: percentile interval of a seeded bootstrap",
-            "B's success (1 run): Wilson score interval (one run)", "p: exact sign test", "Bootstrap: 2,000 resamples"],
+            "B's success (1 run): exact (Clopper-Pearson) 95% interval (one run)", "p: exact sign test",
+            "Bootstrap: 2,000 resamples"],
      ["Newcombe", "McNemar", "(1 runs)", "One run each", "Several runs"]),
 ])
 def test_compare__one_legend_naming_only_the_intervals_shown(tmp_path, capsys, runs_a, runs_b, shown, hidden):
@@ -207,7 +208,7 @@ def test_compare__one_legend_naming_only_the_intervals_shown(tmp_path, capsys, r
         assert words not in text, words
     assert compare.main(["--a", str(a), "--b", str(b), "--no-manifest", "--json"]) == 0
     (update,) = json.loads(capsys.readouterr().out)["updates"]
-    assert update["ci95_b"] == list(wilson_interval(int(pattern(90, 1).sum()), 256))  # B's one run: Wilson
+    assert update["ci95_b"] == list(success_interval(int(pattern(90, 1).sum()), 256))  # B's one run: exact
 
 
 def test_compare__costs_are_whole_numbers_with_separators_and_runs_are_counted_in_words(tmp_path, capsys):
@@ -262,3 +263,60 @@ def test_compare__plot_of_the_worked_examples_last_update_is_the_committed_fores
                          "--updates", "15", "--plot", str(plot)]) == 0
     assert "15      9-14 actions  15" in capsys.readouterr().out
     assert plot.read_bytes() == (REPO / "images" / "comparison-last-update.png").read_bytes()
+
+
+def test_compare__refuses_a_log_compared_with_itself_and_names_the_fix(tmp_path, capsys):
+    log = REPO / "results" / "random-policy" / "episodes.jsonl"
+    assert compare.main(["--a", str(log), "--b", str(log)]) == 1
+    err = one_error(capsys)
+    assert f"{log}: is given as both --a and --b with the same method 'random'" in err
+    assert "give the other method's logs as --b" in err and "--method-a and --method-b" in err
+    copy = tmp_path / "again.jsonl"  # another log of the same method is a comparison of two runs of one method
+    shutil.copy(log, copy)
+    shutil.copy(log.with_name(log.name + ".manifest.json"), copy.with_name(copy.name + ".manifest.json"))
+    assert compare.main(["--a", str(log), "--b", str(copy)]) == 0
+    out = capsys.readouterr().out
+    assert "A and B are runs of one method." in out and "only the method differs" not in out
+
+
+def test_score_and_compare__name_an_image_given_as_the_log(tmp_path, capsys):
+    image = REPO / "images" / "results.png"
+    assert score.main([str(image)]) == 1
+    err = one_error(capsys)
+    assert f"{image}: is a PNG image, not an episode log" in err and "give the .jsonl log the run wrote" in err
+    assert "repair or remove that line" not in err and "UTF-8" not in err
+    assert compare.main(["--a", str(image), "--b", str(REPO / "results" / "optimal" / "episodes.jsonl")]) == 1
+    assert "is a PNG image" in one_error(capsys)
+
+
+def test_compare__plot_says_where_it_wrote_the_chart(tmp_path, capsys):
+    if importlib.util.find_spec("matplotlib") is None:
+        unavailable("matplotlib draws --plot (pip install -e '.[plot]')")
+    episodes = REPO / "examples" / "episodes"
+    plot = tmp_path / "curves.svg"
+    assert compare.main(["--a", str(episodes / "path-follower.jsonl"), "--b", str(episodes / "random.jsonl"),
+                         "--plot", str(plot), "--json"]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)  # the report on stdout stays one document
+    assert captured.err == f"wrote {plot}: the learning curves, SVG\n" and plot.stat().st_size > 0
+
+
+def test_score__leaves_out_the_mean_return_of_a_run_under_other_rewards_and_says_why(tmp_path, capsys):
+    from sokoban_tools.records.manifest import new_manifest, write_manifest
+    from test_manifest import example_settings
+
+    log = write(tmp_path / "vagen.jsonl", records("VAGEN-run", "1", 0, np.ones(256, dtype=bool)))
+    write_manifest(log, new_manifest("VAGEN-run", example_settings(**{  # VAGEN's scheme, as vagen log writes it
+        "reward.step": 0.5, "reward.box_on_target": 0.0, "reward.box_off_target": 0.0, "reward.solved": 10.0})))
+    report = score.score([log])
+    [group] = report["groups"]
+    assert group["runtime_rewards"] is False and group["mean_return"] == 10.5  # kept, on its own scale
+    text = score.render(report)
+    row = next(line for line in text.splitlines() if line.startswith("VAGEN-run "))  # the success table's
+    assert row.endswith("—") and "10.50" not in row
+    assert "Mean return left out for VAGEN-run 1 update 0: the run manifest declares other rewards than the " \
+           "runtime's (reward.*), so the returns are on another scale than the floors' and the ceiling's; on " \
+           "their own scale: 10.50" in text
+    runtime = write(tmp_path / "runtime.jsonl", records("GRPO", "1", 0, np.ones(256, dtype=bool)))
+    [group] = score.score([runtime])["groups"]  # no manifest: the runtime's rewards, and its return stands
+    assert group["runtime_rewards"] is True and "Mean return left out" not in score.render(score.score([runtime]))

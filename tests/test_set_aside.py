@@ -65,11 +65,11 @@ def test_set_aside_refuses_a_damaged_complete_line_before_writing_anything(tmp_p
 def test_score_names_an_incomplete_and_a_repeated_pass_for_what_they_are(tmp_path):
     cut = tmp_path / "cut.jsonl"  # the run trained on after the pass: it will never be finished
     cut.write_text("".join(r.to_line() + "\n" for r in validation(0) + validation(2, IDS[:100]) + training(3)))
-    with pytest.raises(DataError, match="an incomplete validation pass: .*update=2 misses 156 .*interrupted"):
+    with pytest.raises(DataError, match="an incomplete validation pass in lines 257–356: .*update=2 misses 156 .*interrupted"):
         score([cut])
     early = tmp_path / "early.jsonl"  # not the run's last pass either
     early.write_text("".join(r.to_line() + "\n" for r in validation(0, IDS[:100]) + validation(2)))
-    with pytest.raises(DataError, match="an incomplete validation pass: .*update=0 misses 156"):
+    with pytest.raises(DataError, match="an incomplete validation pass in lines 1–100: .*update=0 misses 156"):
         score([early])
     twice = tmp_path / "twice.jsonl"
     twice.write_text("".join(r.to_line() + "\n" for r in validation(0) + validation(0)))
@@ -84,6 +84,21 @@ def test_expected_passes_follow_verl_agents_schedule():
     unknown = {**settings, "update_budget.total_training_steps": None, "evaluation.before_training": False}
     assert expected_passes(unknown, 12, []) == ({5, 10}, {12})  # the last update's pass may be the final one
     assert expected_passes({**settings, "evaluation.frequency": -1}, 12, []) == ({0}, set())
+    undeclared = {**settings, "evaluation.before_training": None}  # a pass at 0 neither required nor refused
+    assert expected_passes(undeclared, 12, []) == ({5, 10, 12}, {0})
+
+
+def test_a_manifest_that_declares_no_schedule_is_not_held_to_one(tmp_path):
+    log = tmp_path / "episodes.jsonl"  # one pass at update 100, as the Gymnasium and GEM pages log
+    write_manifest(log, new_manifest("GRPO", example_settings(**{
+        "evaluation.before_training": None, "evaluation.frequency": None})))
+    log.write_text("".join(r.to_line() + "\n" for r in validation(100)))
+    [entry] = score([log])["schedule"]
+    assert entry["checked"] is False and "missing" not in entry
+    text = render(score([log]))
+    assert "MISSING" not in text and "UNEXPECTED" not in text
+    assert "schedule not checked: its run manifest declares none (evaluation.before_training and " \
+           "evaluation.frequency are null)" in text
 
 
 def test_score_reports_a_missing_and_an_unexpected_pass_and_the_history_from_side_files(tmp_path):

@@ -84,6 +84,10 @@ def test_vagen_page__its_route_runs_as_written_with_a_local_server_no_key_and_a_
     assert len(done.stdout.splitlines()) < 40, done.stdout
     assert "256 episodes (256 won) of 'demo' appended to runs/vagen.jsonl" in done.stdout
     assert "256/256 100.0%" in done.stdout  # score's line: the shortest-path demo model solves every board
+    # VAGEN's return is on VAGEN's reward scale: never set beside the runtime's optimal return
+    row = next(line for line in done.stdout.splitlines() if line.startswith("demo ") and "256/256" in line)
+    assert row.endswith("—"), row
+    assert "Mean return left out for demo 1 update 0: the run manifest declares other rewards" in done.stdout
     kept = (work / "runs" / "vagen-rollouts" / "sokoban-demo" / "sokoban_fairness_vagen_output.txt").read_text()
     assert "=== Effective Config ===" in kept and "[Summary written]" in kept
 

@@ -56,8 +56,8 @@ from .inputs import check_rows_against_manifests, not_a_log
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
-from .stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
-                    sign_test_p, wilson_interval)
+from .stats import (SUCCESS_INTERVAL, Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
+                    sign_test_p, success_interval)
 
 RESAMPLES = 2000
 SEED = 0
@@ -78,7 +78,7 @@ def pick_method(groups: list[Group], name: str | None, side: str, paths: list[Pa
 
 # What each interval and p-value code of a report means; each update names the codes it used.
 INTERVALS = {
-    "wilson": "Wilson score interval (one run)",
+    "exact": f"{SUCCESS_INTERVAL} (one run)",
     "newcombe": "Newcombe's paired score interval, method 10 (one run each)",
     "bootstrap": ("percentile interval of a seeded bootstrap over the runs of each method and the boards "
                   "within each stratum, shared by both methods (several runs on a side)"),
@@ -94,16 +94,16 @@ def paired(a_won: np.ndarray, b_won: np.ndarray, strata: np.ndarray, bootstrap: 
     a_rates, b_rates = a_won.mean(axis=0), b_won.mean(axis=0)
     intervals = bootstrap.intervals(a_won, b_won, strata)
     single = len(a_won) == 1 and len(b_won) == 1
-    codes = {"success_a": "wilson" if len(a_won) == 1 else "bootstrap",
-             "success_b": "wilson" if len(b_won) == 1 else "bootstrap",
+    codes = {"success_a": "exact" if len(a_won) == 1 else "bootstrap",
+             "success_b": "exact" if len(b_won) == 1 else "bootstrap",
              "difference": "newcombe" if single else "bootstrap", "p_value": "mcnemar" if single else "sign"}
     return {
         "boards": a_won.shape[1],
         **{key: sum(getattr(t, key) for t in tables) for key in ("both", "a_only", "b_only", "neither")},
         "success_a": float(a_rates.mean()),
-        "ci95_a": list(wilson_interval(int(a_won.sum()), a_won.size) if len(a_won) == 1 else intervals["success_a"]),
+        "ci95_a": list(success_interval(int(a_won.sum()), a_won.size) if len(a_won) == 1 else intervals["success_a"]),
         "success_b": float(b_rates.mean()),
-        "ci95_b": list(wilson_interval(int(b_won.sum()), b_won.size) if len(b_won) == 1 else intervals["success_b"]),
+        "ci95_b": list(success_interval(int(b_won.sum()), b_won.size) if len(b_won) == 1 else intervals["success_b"]),
         "difference": float(a_rates.mean() - b_rates.mean()),
         "ci95": list(newcombe_paired_interval(tables[0]) if single else intervals["difference"]),
         "p_value": sign_test_p(int(np.sum(a_rates > b_rates)), int(np.sum(a_rates < b_rates))),
@@ -176,6 +176,7 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
     check_board_set(logs_a.rows + logs_b.rows, boards)
     a = pick_method(group_rows(logs_a.rows, boards), method_a, "a", a_paths)
     b = pick_method(group_rows(logs_b.rows, boards), method_b, "b", b_paths)
+    check_not_itself(a_paths, b_paths, a[0].method, b[0].method)
     if manifests:
         for logs, groups in ((logs_a, a), (logs_b, b)):
             check_rows_against_manifests([row for row in logs.rows if row.record.method == groups[0].method])
@@ -206,6 +207,20 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
         "costs": costs(manifests_a, len({g.run for g in a}), manifests_b, len({g.run for g in b}))
                  if manifests else None,
     }
+
+
+def check_not_itself(a_paths: list[Path], b_paths: list[Path], method_a: str, method_b: str) -> None:
+    """Refuse a log given as both A and B with the same method: its runs would be compared with
+    themselves, every board agreeing, which says nothing about either."""
+    if method_a != method_b:
+        return
+    for a in a_paths:
+        for b in b_paths:
+            if a.exists() and b.exists() and a.samefile(b):
+                raise DataError(f"{b}: is given as both --a and --b with the same method {method_a!r}, so the "
+                                f"comparison would be of these runs with themselves (every board agrees); give "
+                                f"the other method's logs as --b, or, for two methods in one log, name them "
+                                f"with --method-a and --method-b")
 
 
 def shared_updates(a_updates: set[int], b_updates: set[int], chosen: Collection[int] | None) -> list[int]:
@@ -316,10 +331,10 @@ def render(report: dict) -> str:
              f"alone (random floor: {floor_names}, exact; an optimal policy solves 100%).", "",
              table(strata_rows), "", *legend(report)]
     replayed = [f"{side.upper()}: {Verification.of(report['verification'][side]).describe()}" for side in ("a", "b")]
-    return "\n".join([settings_lines(report["settings"]), *replayed, "", *lines, *cost_lines(report)])
+    return "\n".join([settings_lines(report["settings"], a == b), *replayed, "", *lines, *cost_lines(report)])
 
 
-def settings_lines(settings: dict) -> str:
+def settings_lines(settings: dict, same_method: bool = False) -> str:
     """The settings check, in words: passed, passed with caveats, or not made."""
     if not settings["checked"]:
         return ("Settings NOT checked (--no-manifest): the logs come without run manifests, so nothing shows "
@@ -327,7 +342,8 @@ def settings_lines(settings: dict) -> str:
                 "and decoding.")
     lines = [f"Settings: the {settings['settings']} controlled settings of the run manifests "
              f"({', '.join(Path(path).name for path in settings['manifests_a'] + settings['manifests_b'])}) agree"
-             + (" except where allowed below." if settings["allowed_differences"] else "; only the method differs.")]
+             + (" except where allowed below." if settings["allowed_differences"] else
+                "; A and B are runs of one method." if same_method else "; only the method differs.")]
     for difference in settings["allowed_differences"]:
         lines.append(f"Caveat: {difference['key']} differs (A {_values(difference['a'])}, B "
                      f"{_values(difference['b'])}), allowed by --allow-difference: the difference in success "
@@ -449,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --plot {args.plot}: cannot be written ({err.strerror})", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.json else render(report))
+    if args.plot:  # on stderr, so the report on stdout stays one document
+        chart = "a forest plot of the one update" if len(report["updates"]) == 1 else "the learning curves"
+        print(f"wrote {args.plot}: {chart}, {plot_format.upper()}", file=sys.stderr)
     return 0
 
 

@@ -57,8 +57,29 @@ def _manifest_line(text: str) -> dict | None:
     return value if isinstance(value, dict) and str(value.get("format", "")).startswith(MANIFEST_FORMAT) else None
 
 
+# How the files a run leaves beside its log begin when they are pictures or documents, not text.
+SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
+              (b"GIF8", "a GIF image"), (b"%PDF-", "a PDF document"), (b"PAR1", "a Parquet table"))
+
+
+def _binary_kind(path: Path) -> str | None:
+    """What ``path`` is by its first bytes, when it is one of :data:`SIGNATURES`."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return None
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "a WebP image"
+    return next((kind for signature, kind in SIGNATURES if head.startswith(signature)), None)
+
+
 def not_a_log(path: Path) -> str | None:
     """Why ``path`` is no episode log, naming what it is, or ``None`` when it looks like one."""
+    kind = _binary_kind(path)
+    if kind is not None:
+        return (f"{path}: is {kind}, not an episode log, which holds one JSON object per finished episode, a "
+                f"line each (docs/scoring.md); give the .jsonl log the run wrote, not a file made from it")
     value = _document(path)
     if value is None or isinstance(value, dict) and "task_id" in value:  # none, or a log's one torn row
         return None

@@ -26,7 +26,11 @@ log, checking it first. An entry is refused, in one line naming it and the reaso
   its labels, and the earliest submitted (then the first by name) is the one ranked.
 
 The rest are ranked by success, with the exact (Clopper-Pearson) 95% interval, overall and
-per stratum. Each entry is compared with the best on the shared boards by McNemar's exact
+per stratum. Beside it, per entry: the share of its turns whose answer was not a move (action 0,
+a text model's main failure), the requests and tokens an episode took where the manifest
+counts them (``evaluate`` does), who submitted it, and what the replay checked. The replay is
+this command's, which CI runs on every pull request: it proves a log consistent with the boards
+and the rules, not who played it. Each entry is compared with the best on the shared boards by McNemar's exact
 test, the p-values Holm-corrected over the comparisons; an entry whose corrected p-value is
 at least 0.05 is statistically indistinguishable from the best. Every controlled setting that
 differs between entries is listed with each entry's value: shown, never hidden.
@@ -57,14 +61,14 @@ from ..paths import PathError, read_bounded
 from ..protocol import STRATA
 from ..records import strict_json
 from ..records.boards import BoardsNotFound
-from ..records.episodes import read_episodes
+from ..records.episodes import MOVE_LETTERS, read_episodes
 from ..records.manifest import SETTING, manifest_path, read_manifest
 from ..records.rows import DataError
-from .inputs import check_rows_against_manifests
+from .inputs import check_rows_against_manifests, incomplete_hint
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
-from .scoring import BoardSet, Group, Logs, check_board_set, group_rows, read_logs
-from .stats import PairedTable, exact_interval, holm_adjusted, sign_test_p
+from .scoring import BoardSet, Group, Logs, check_board_set, group_rows, read_logs, success
+from .stats import SUCCESS_INTERVAL, PairedTable, holm_adjusted, sign_test_p
 
 RESULTS = Path("results")
 LOG = "episodes.jsonl"
@@ -75,6 +79,9 @@ ENTRY_KEYS = ("format", "model", "method", "submitted_by", "link", "date", "sha2
 TEXT_KEYS = ("model", "method", "submitted_by", "link")
 NOTES = "notes"
 ALPHA = 0.05
+NO_MOVE = MOVE_LETTERS[0]  # a turn whose answer was not a move
+REQUESTS = "requests"  # the cost entries evaluate keeps (sokoban_tools.integrations.served.client.Usage)
+TOKENS = ("prompt_tokens", "completion_tokens")
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
@@ -93,6 +100,8 @@ class Entry:
     group: Group
     verification: Verification
     episodes: str
+    turns: int
+    no_move_turns: int  # turns whose answer was not a move
 
 
 def entry_document(model: str, method: str, submitted_by: str, link: str, day: str, log: bytes,
@@ -176,11 +185,12 @@ def episodes_digest(records) -> str:
     return sha256_bytes("".join(sorted(f"{r.task_id} {r.moves}\n" for r in records)).encode("utf-8"))
 
 
-def check_pass(logs: Logs, boards: BoardSet) -> tuple[Group, Verification]:
+def check_pass(logs: Logs, boards: BoardSet, hint=incomplete_hint) -> tuple[Group, Verification]:
     """The one validation pass of ``logs`` (rows named by their own file and line), checked as an
-    entry's: of the published boards, complete, of its manifest's method, every record replayed."""
+    entry's: of the published boards, complete (else refused with the fix ``hint`` gives), of its
+    manifest's method, every record replayed."""
     check_board_set(logs.rows, boards)
-    groups = group_rows(logs.rows, boards)  # refuses a dropped, repeated or unknown board
+    groups = group_rows(logs.rows, boards, hint=hint)  # refuses a dropped, repeated or unknown board
     if len(groups) != 1:
         raise EntryRefused(f"{logs.rows[0].log}: holds {len(groups)} validation passes "
                            f"({', '.join(f'{g.method}/{g.run}/update {g.update}' for g in groups)}); "
@@ -193,9 +203,11 @@ def check_pass(logs: Logs, boards: BoardSet) -> tuple[Group, Verification]:
     return groups[0], verify_rows(logs.rows, boards.by_id)
 
 
-def load_entry(folder: Path, boards: BoardSet, name: str | None = None) -> Entry:
+def load_entry(folder: Path, boards: BoardSet, name: str | None = None, submitted: bool = True) -> Entry:
     """The verified entry ``name`` (default: the folder's name) in ``folder``; :class:`EntryRefused`
-    (or another :class:`DataError`) naming the first check it fails."""
+    (or another :class:`DataError`) naming the first check it fails. A ``submitted`` entry passed them
+    when it was added, so a board missing from it now was removed since; an entry being added is the
+    run's log."""
     problem = folder_problem(folder, name)
     if problem:
         raise EntryRefused(problem)
@@ -205,7 +217,7 @@ def load_entry(folder: Path, boards: BoardSet, name: str | None = None) -> Entry
     if logs.training_rows:
         raise EntryRefused(f"{folder / LOG}: holds {logs.training_rows} training rows; an entry is one validation "
                            f"pass")
-    group, verification = check_pass(logs, boards)
+    group, verification = check_pass(logs, boards, hint=_record_removed if submitted else incomplete_hint)
     changed = [key for key in SETTING if manifest["settings"][key] != info["settings"][key]]
     if changed:
         key = changed[0]
@@ -217,8 +229,18 @@ def load_entry(folder: Path, boards: BoardSet, name: str | None = None) -> Entry
         if found != info["sha256"][file]:
             raise EntryRefused(f"{folder / file}: changed since it was submitted (SHA-256 {found[:12]}…, "
                                f"{ENTRY} records {info['sha256'][file][:12]}…)")
+    moves = "".join(row.record.moves for row in logs.rows)
     return Entry(folder.name if name is None else name, info, manifest, group, verification,
-                 episodes_digest(row.record for row in logs.rows))
+                 episodes_digest(row.record for row in logs.rows), len(moves), moves.count(NO_MOVE))
+
+
+def _record_removed(log: Path, played: int, boards: int) -> str:
+    """The fix for an entry whose pass misses a board: ``--add`` took it only complete, so a
+    record was removed from the entry's log since, which no rerun of the run would mend."""
+    return (f"the pass was complete when the entry was added (--add refuses any other), so "
+            f"{'its record was' if boards - played == 1 else 'their records were'} removed from {log} since: "
+            f"restore the file as it was submitted (git checkout -- {log}), or add the entry again from the "
+            f"run's own log with leaderboard --add")
 
 
 def entry_folders(results: Path) -> list[Path]:
@@ -228,11 +250,6 @@ def entry_folders(results: Path) -> list[Path]:
         raise DataError(f"{results}: no such folder; give the results folder of a clone (results/)")
     return sorted(path for path in results.iterdir()
                   if (path.is_dir() or path.is_symlink()) and not path.name.startswith("."))
-
-
-def _success(won: np.ndarray) -> dict:
-    wins, boards = int(won.sum()), len(won)
-    return {"wins": wins, "boards": boards, "success": wins / boards, "ci95": list(exact_interval(wins, boards))}
 
 
 def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict:
@@ -258,12 +275,15 @@ def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict
     entries.sort(key=lambda e: (-int(e.group.won.sum()), e.name))
     rows = [{
         "entry": e.name, **{key: e.info[key] for key in (*TEXT_KEYS, "date")},
-        **_success(e.group.won),
-        "by_stratum": {label: _success(e.group.won[boards.strata == label])
+        **success(e.group.won),
+        "by_stratum": {label: success(e.group.won[boards.strata == label])
                        for label, _, _ in STRATA if np.any(boards.strata == label)},
         "mean_return": float(np.mean(e.group.returns)),
         "replayed": e.verification.verified,
         "returns_replayed": not e.verification.returns_unchecked,
+        "turns": e.turns,
+        "no_move_share": e.no_move_turns / e.turns if e.turns else 0.0,
+        **per_episode(e.manifest["costs"], len(e.group.won)),
     } for e in entries]
     if entries:
         best = entries[0]
@@ -276,7 +296,7 @@ def leaderboard(results: Path = RESULTS, validation: Path | None = None) -> dict
     return {
         "results": str(results),
         "evaluation_sha256": boards.sha256,
-        "interval": "exact (Clopper-Pearson) 95% interval",
+        "interval": SUCCESS_INTERVAL,
         "test": (f"McNemar's exact test against the best entry on the {len(boards.task_ids)} shared boards, "
                  f"Holm-corrected over {max(len(entries) - 1, 0)} comparisons; indistinguishable: corrected "
                  f"p >= {ALPHA}"),
@@ -290,6 +310,13 @@ def same_episodes(folder: Path, other: str) -> str:
     """The refusal of an entry whose episodes are entry ``other``'s."""
     return (f"{folder}: holds the same episodes as the entry {other} (every board's moves alike), so it is the "
             f"same pass under other labels; one pass is one entry: remove this one")
+
+
+def per_episode(costs: dict, episodes: int) -> dict:
+    """Requests, prompt tokens and completion tokens per episode, from the manifest's cost
+    entries; ``None`` where the manifest does not count them (a scripted policy asks no server)."""
+    return {f"{name}_per_episode": costs[name]["value"] / episodes if name in costs else None
+            for name in (REQUESTS, *TOKENS)}
 
 
 def settings_differences(entries: list[Entry]) -> list[dict]:
@@ -315,6 +342,29 @@ def verdict(row: dict) -> str:
     return f"{'≈ best' if versus['indistinguishable'] else 'below best'} (p={versus['p_holm']:.2g})"
 
 
+ANSWERS = ("Answers, costs and verification per entry: the share of turns whose answer was not a move (action 0), "
+           "requests and tokens per episode where the run manifest counts them, who submitted the entry, and what "
+           "replaying its episodes checked:")
+PROVENANCE = ("Verified by this command, which CI runs on every pull request (and `reproduce --check` again): every "
+              "episode replayed from its moves on its stored board. A replay proves a log consistent with the boards "
+              "and the rules, not who played it or with which model: that rests on the submitter's word.")
+
+
+def _tokens(row: dict) -> str:
+    prompt, completion = (row[f"{name}_per_episode"] for name in TOKENS)
+    return "—" if prompt is None or completion is None else f"{prompt:,.0f} + {completion:,.0f}"
+
+
+def answers_rows(rows: list[dict]) -> list[list[str]]:
+    """The header and one row per entry of the answers, costs and verification table."""
+    return [["entry", "submitted by", "turns", "not a move", "requests/episode",
+             "tokens/episode (prompt + completion)", "replayed"]] + [
+        [r["entry"], r["submitted_by"], f"{r['turns']:,}", f"{r['no_move_share']:.1%}",
+         "—" if r["requests_per_episode"] is None else f"{r['requests_per_episode']:,.1f}", _tokens(r),
+         f"{r['replayed']}/{r['boards']}: won, actions" + (", return" if r["returns_replayed"] else "")]
+        for r in rows]
+
+
 def render(report: dict) -> str:
     """The readable form of a :func:`leaderboard` report."""
     lines = [f"REFUSED {shown(refusal['entry'])}: {refusal['reason']}" for refusal in report["refused"]]
@@ -331,7 +381,7 @@ def render(report: dict) -> str:
               f"{len(rows)} {'entry' if len(rows) == 1 else 'entries'} verified (every episode replayed from its "
               f"moves) on evaluation.jsonl "
               f"{report['evaluation_sha256'][:12]}…; success with its {report['interval']}; {report['test']}.",
-              "", table([header] + body)]
+              "", table([header] + body), "", ANSWERS, "", table(answers_rows(rows)), "", PROVENANCE]
     unchecked = [r["entry"] for r in rows if not r["returns_replayed"]]
     if unchecked:
         lines += ["", f"Returns not replayed (the manifest declares another reward scheme than the runtime's; "
@@ -387,7 +437,7 @@ def add_entry(results: Path, name: str, log: Path, model: str, submitted_by: str
             (staging / MANIFEST).write_bytes(manifest_bytes)
             (staging / ENTRY).write_bytes(entry_document(model, records[0].method, submitted_by, link, day, lines,
                                                          manifest_bytes, notes))
-            load_entry(staging, boards, name)
+            load_entry(staging, boards, name, submitted=False)
             staging.rename(folder)
         finally:
             if staging.exists():

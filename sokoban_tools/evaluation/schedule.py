@@ -4,8 +4,10 @@ verl-agent validates before training (``evaluation.before_training``), every
 ``evaluation.frequency`` updates and after the last (``update_budget.total_training_steps``);
 a resumed run validates again at the step it resumed from. A pass that is missing or
 not on that schedule changes what a learning curve shows without failing any check of
-the boards, so ``score`` reports each by update. What happened to the log (resumes,
-restarts, torn lines set aside) comes from its side files
+the boards, so ``score`` reports each by update. A manifest whose evaluation settings are
+both null (a Gymnasium or GEM learner, VAGEN's evaluator, a single pass) declares no
+schedule, and none is checked: a pass can only be missing from a declared schedule.
+What happened to the log (resumes, restarts, torn lines set aside) comes from its side files
 (:func:`sokoban_tools.records.episodes.side_files`).
 """
 
@@ -18,6 +20,9 @@ from ..records.episodes import side_files
 from ..records.manifest import manifest_path, read_manifest
 
 _RESUMED = re.compile(r"resume-from-(\d+)")
+NO_MANIFEST = "no run manifest beside the log"
+NO_SCHEDULE = ("its run manifest declares none (evaluation.before_training and evaluation.frequency are null), "
+               "so every pass is scored as logged")
 
 
 def history(log: Path) -> dict:
@@ -27,13 +32,22 @@ def history(log: Path) -> dict:
             "restarts": reasons.count("restart"), "torn_lines_set_aside": reasons.count("torn-line")}
 
 
+def declares_schedule(settings: dict) -> bool:
+    """Whether a manifest's settings declare a validation schedule: a pass before training
+    (true or false) or a frequency; both null declare none."""
+    return settings["evaluation.before_training"] is not None or settings["evaluation.frequency"] is not None
+
+
 def expected_passes(settings: dict, reached: int, resumed_from: list[int]) -> tuple[set[int], set[int]]:
     """The validation updates the schedule requires up to update ``reached``, and those it allows
-    besides (a resume's pass; the last update's, when the number of updates is not declared)."""
+    besides (a resume's pass; the last update's, when the number of updates is not declared; the
+    pass at update 0, when whether one comes before training is not declared)."""
     before, frequency = settings["evaluation.before_training"], settings["evaluation.frequency"]
     total = settings["update_budget.total_training_steps"]
-    required = {0} if before is not False else set()  # verl-agent's val_before_train defaults to true
+    required = {0} if before else set()
     allowed = set(resumed_from) if before is not False else set()
+    if before is None:
+        allowed.add(0)
     if frequency is not None and frequency > 0:
         required |= set(range(frequency, reached + 1, frequency))
         if total is not None and reached >= total:
@@ -45,15 +59,18 @@ def expected_passes(settings: dict, reached: int, resumed_from: list[int]) -> tu
 
 def check_schedule(log: Path, runs: dict[tuple[str, str], tuple[set[int], int | None]]) -> list[dict]:
     """Per (method, run) of ``log``: its validation updates, those missing from or not on the
-    schedule of the manifest beside it (``checked`` false without one), and its history."""
+    schedule of the manifest beside it (``checked`` false, and ``unchecked`` saying why, without
+    one or where it declares no schedule), and its history."""
     path = manifest_path(log)
     manifest = read_manifest(path) if path.is_file() else None
+    unchecked = (NO_MANIFEST if manifest is None else
+                 None if declares_schedule(manifest["settings"]) else NO_SCHEDULE)
     past = history(log)
     report = []
     for (method, run), (validated, trained) in sorted(runs.items()):
         entry = {"log": str(log), "method": method, "run": run, "validated": sorted(validated),
-                 "last_training_update": trained, **past, "checked": manifest is not None}
-        if manifest is not None and validated:
+                 "last_training_update": trained, **past, "checked": unchecked is None, "unchecked": unchecked}
+        if unchecked is None and validated:
             reached = max(trained if trained is not None else 0, max(validated))
             required, allowed = expected_passes(manifest["settings"], reached, past["resumed_from"])
             total = manifest["settings"]["update_budget.total_training_steps"]
@@ -68,7 +85,7 @@ def describe(entry: dict) -> str:
     name = f"{entry['method']} {entry['run']} ({Path(entry['log']).name})"
     parts = []
     if not entry["checked"]:
-        parts.append("schedule not checked: no run manifest beside the log")
+        parts.append(f"schedule not checked: {entry['unchecked']}")
     else:
         for key, label in (("missing", "MISSING validation pass at update"),
                            ("unexpected", "UNEXPECTED validation pass (not on the manifest's schedule) at update")):

@@ -9,7 +9,10 @@ Each (method, run, update) group must be one complete pass over the published
 except a run's last pass while it is being written, or cut by a run that stopped and
 will resume: the complete passes are scored and that one is named, not scored, so a
 trainer can watch a run that is validating right now.
-Intervals are Wilson score intervals; training rows are counted and ignored.
+Intervals are exact (Clopper-Pearson), as on every surface; training rows are counted and ignored.
+A pass whose manifest declares other rewards than the runtime's (VAGEN's) has its mean
+return on that scale, which the floors' and ceiling's expected returns are not on: the
+table leaves it out and says so (``--json`` keeps it, with ``runtime_rewards`` false).
 Beside the passes stand the boards' exact floors, uniformly random policies,
 and ceiling, an optimal policy (:mod:`sokoban_tools.evaluation.baselines`). The
 passes are checked against the schedule of the run manifest beside each log, and a
@@ -36,11 +39,11 @@ from ..records.rows import DataError
 from ..records.boards import BoardsNotFound
 from .baselines import reference_lines
 from .inputs import check_rows_against_manifests
-from .replay import Verification, verify_rows
+from .replay import Verification, log_rules, verify_rows
 from .schedule import check_schedule, describe
 from .scoring import BoardSet, check_board_set, passes, read_logs, score_group
+from .stats import SUCCESS_INTERVAL
 
-INTERVAL = "Wilson score 95% interval"
 
 
 def score(paths: list[Path], validation: Path | None = None, verify: bool = False) -> dict:
@@ -51,12 +54,14 @@ def score(paths: list[Path], validation: Path | None = None, verify: bool = Fals
     boards = BoardSet.load(validation, paths)
     check_board_set(logs.rows, boards)
     complete, in_progress = passes(logs.rows, boards, logs.runs)
-    groups = [score_group(group, boards) for group in complete]
+    runtime_rewards = {str(path): log_rules(path)[1] for path in paths}
+    groups = [{**score_group(group, boards), "runtime_rewards": all(runtime_rewards[log] for log in group.logs)}
+              for group in complete]
     verification = verify_rows(logs.rows, boards.by_id).as_dict() if verify else None
     return {
         "logs": [str(path) for path in paths],
         "evaluation_sha256": boards.sha256,
-        "interval": INTERVAL,
+        "interval": SUCCESS_INTERVAL,
         "validation_rows": len(logs.rows),
         "training_rows_ignored": logs.training_rows,
         "groups": groups,
@@ -108,16 +113,23 @@ def render(report: dict) -> str:
         f"{len(groups)} validation passes ({report['validation_rows']:,} rows) of "
         f"evaluation.jsonl {report['evaluation_sha256'][:12]}…; "
         f"{report['training_rows_ignored']:,} training rows ignored. Success: wins/boards, "
-        f"rate and {INTERVAL}.",
+        f"rate and {SUCCESS_INTERVAL}.",
         "",
     ]
     strata = [label for label, _, _ in STRATA if label in groups[0]["by_stratum"]]
     header = ["method", "run", "update", "success", *[f"{label} actions" for label in strata], "mean return"]
     lines.append(table([header] + [
         [g["method"], g["run"], str(g["update"]), rate(g), *[rate(g["by_stratum"][s]) for s in strata],
-         f"{g['mean_return']:.2f}"]
+         f"{g['mean_return']:.2f}" if g["runtime_rewards"] else "—"]
         for g in groups
     ] + reference_rows(report["baselines"], strata)))
+    other = [g for g in groups if not g["runtime_rewards"]]
+    if other:
+        passes_named = ", ".join(f"{g['method']} {g['run']} update {g['update']}" for g in other)
+        own = ", ".join(f"{g['mean_return']:.2f}" for g in other)
+        lines += ["", f"Mean return left out for {passes_named}: the run manifest declares other rewards than the "
+                      f"runtime's (reward.*), so the returns are on another scale than the floors' and the "
+                      f"ceiling's; on their own scale: {own} (--json: mean_return)."]
     lines += ["", f"Floors and ceiling (exact, not sampled; within {report['baselines']['horizon_turns']} turns): "
                   f"P(solve) of a policy drawing each answer uniformly from the moves 1–4, or from verl-agent's "
                   f"outputs 0–4 (0, an unparseable answer, spends a turn), and of an optimal one; mean return "

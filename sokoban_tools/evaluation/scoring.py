@@ -29,7 +29,7 @@ from ..records.boards import board_file, board_file_from
 from ..records.manifest import BOARDS, manifest_path, read_manifest
 from ..records.tasks import load_validation
 from .inputs import incomplete_hint, read_log
-from .stats import wilson_interval
+from .stats import success_interval
 
 DEFAULT_VALIDATION = ROOT / VALIDATION_DATA
 REPLAY_HINT = f"play the current {VALIDATION_DATA} again and log every board of each pass"
@@ -103,6 +103,7 @@ class Group:
     won: np.ndarray
     returns: np.ndarray
     location: str  # of its first row
+    logs: tuple[str, ...] = ()  # the logs its rows are in
 
 
 @dataclass(frozen=True)
@@ -173,17 +174,20 @@ class InProgress:
     refusal: str  # the error when nothing else is there to score
 
 
-def group_rows(rows: list[LoggedRow], boards: BoardSet) -> list[Group]:
+def group_rows(rows: list[LoggedRow], boards: BoardSet, hint=incomplete_hint) -> list[Group]:
     """The complete validation passes in ``rows``, sorted by method, run and update; any
     incomplete pass is refused (:func:`passes` takes a run's last one as in progress)."""
-    return passes(rows, boards)[0]
+    return passes(rows, boards, hint=hint)[0]
 
 
-def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None) -> tuple[list[Group], list[InProgress]]:
+def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None,
+           hint=incomplete_hint) -> tuple[list[Group], list[InProgress]]:
     """The complete validation passes in ``rows``, sorted by method, run and update, and, with
     ``runs`` (:attr:`Logs.runs`), the passes in progress: an incomplete pass that is its run's last
     validation in its log, with no training row after it. Any other incomplete pass is refused,
-    and so is a log with nothing but passes in progress (nothing to score yet)."""
+    naming the log, the lines the pass holds and the boards it misses, with the fix ``hint``
+    gives (log, boards logged, boards) for the tool that wrote it; and so is a log with nothing
+    but passes in progress (nothing to score yet)."""
     position = {task_id: i for i, task_id in enumerate(boards.task_ids)}
     seen: dict[tuple[str, str, int], dict[str, LoggedRow]] = {}
     for row in rows:
@@ -204,19 +208,30 @@ def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None) ->
         missing = [task_id for task_id in boards.task_ids if task_id not in played]
         if missing:
             shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
-            refusal = (f"{first}: an incomplete validation pass: {_name(key)} misses {len(missing)} of "
-                       f"the {len(position)} validation boards ({shown}); "
-                       f"{incomplete_hint(Path(log), len(played), len(position))}")
+            refusal = (f"{log}: an incomplete validation pass in {_lines(played.values())}: {_name(key)} misses "
+                       f"{len(missing)} of the {len(position)} validation boards ({shown}); "
+                       f"{hint(Path(log), len(played), len(position))}")
             if runs is None or not _last_of_its_run(key, played.values(), runs):
                 raise DataError(refusal)
             in_progress.append(InProgress(*key, log, len(played), len(position), log_holder(log), refusal))
             continue
         ordered = [played[task_id].record for task_id in boards.task_ids]
         groups.append(Group(*key, np.array([r.won for r in ordered]),
-                            np.array([r.episode_return for r in ordered]), first))
+                            np.array([r.episode_return for r in ordered]), first,
+                            tuple(dict.fromkeys(row.log for row in played.values()))))
     if not groups and in_progress:
         raise DataError(f"{in_progress[0].refusal} (no complete pass to score yet)")
     return groups, in_progress
+
+
+def _lines(rows) -> str:
+    """Where the rows of a pass are: ``lines a–b`` of the first row's log, then ``and lines c–d
+    of LOG`` for any other log that holds some."""
+    spans: dict[str, list[int]] = {}
+    for row in rows:
+        spans.setdefault(row.log, []).append(row.line)
+    return " and ".join(f"lines {min(lines)}–{max(lines)}" + (f" of {log}" if i else "")
+                        for i, (log, lines) in enumerate(spans.items()))
 
 
 def _last_of_its_run(key: tuple[str, str, int], played, runs: dict) -> bool:
@@ -236,9 +251,9 @@ def _name(key: tuple[str, str, int]) -> str:
 
 
 def success(won: np.ndarray) -> dict:
-    """Boards, wins, success rate and its Wilson 95% interval."""
+    """Boards, wins, success rate and its 95% interval (:func:`.stats.success_interval`)."""
     boards, wins = len(won), int(np.sum(won))
-    return {"boards": boards, "wins": wins, "success": wins / boards, "ci95": list(wilson_interval(wins, boards))}
+    return {"boards": boards, "wins": wins, "success": wins / boards, "ci95": list(success_interval(wins, boards))}
 
 
 def score_group(group: Group, boards: BoardSet) -> dict:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -255,6 +256,14 @@ class ServedModel:
         where = f"{self.base_url}"
         if isinstance(err, _Deadline):
             return Stop(f"{where} did not answer in time: {err}; start or fix the server, or raise --timeout")
+        tls = _tls_failure(err) if isinstance(err, openai.APIConnectionError) else None
+        if tls is not None and urlsplit(self.base_url).scheme == "https" and _PLAIN_HTTP.search(tls):
+            plain = urlunsplit(("http", *urlsplit(self.base_url)[1:]))
+            return Stop(f"{where} answered the TLS handshake in plain HTTP ({tls}): the server does not serve "
+                        f"https; give --base-url {plain}")
+        if tls is not None:
+            return Stop(f"cannot connect to {where}: the TLS handshake failed ({tls}); check the https URL and the "
+                        f"server's certificate, or give the server's http:// URL if it serves plain HTTP")
         if isinstance(err, openai.APIConnectionError):
             return Stop(f"cannot connect to {where} ({_describe(err)}): start the server (e.g. vllm serve MODEL) "
                         f"or fix --base-url, then run again (with --resume if boards are finished)")
@@ -280,6 +289,21 @@ def _content_text(content) -> str | None:
     if isinstance(content, list) and all(isinstance(part, dict) and part.get("type") == "text"
                                          and isinstance(part.get("text"), str) for part in content):
         return "".join(part["text"] for part in content)
+    return None
+
+
+# What OpenSSL says when the other end answers a TLS handshake with plain HTTP.
+_PLAIN_HTTP = re.compile(r"WRONG_VERSION_NUMBER|wrong version number|record layer failure|http request",
+                         re.IGNORECASE)
+
+
+def _tls_failure(err) -> str | None:
+    """The TLS error under a failed connection, in a few words, or ``None`` when there is none."""
+    cause, seen = err.__cause__, 0
+    while cause is not None and seen < 8:
+        if isinstance(cause, ssl.SSLError):
+            return " ".join(str(cause).split())[:200]
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
     return None
 
 

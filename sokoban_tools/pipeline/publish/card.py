@@ -28,7 +28,7 @@ from ...evaluation import compare, leaderboard, score
 from ...evaluation.compare import floor_percent
 from ...evaluation.charts import PLOT_EXTRA, interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
-from ...evaluation.stats import wilson_interval
+from ...evaluation.stats import success_interval
 from ...evaluation.baselines import POLICY_LABELS
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX, manifest_path, read_manifest
 from ...files import sha256_bytes
@@ -329,16 +329,16 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
 
 
 def limitation_values(validation: list[BoardRow]) -> dict[str, object]:
-    """The precision the card's Limitations quote: the Wilson interval of a pass near 50%,
-    and the upper end of the smallest stratum's interval with no win."""
-    low, high = wilson_interval(len(validation) // 2, len(validation))
+    """The precision the card's Limitations quote: the interval every report gives a pass
+    near 50% (:func:`success_interval`), and the upper end of the smallest stratum's with no win."""
+    low, high = success_interval(len(validation) // 2, len(validation))
     boards = Counter(stratum_of(row.shortest_solution_length) for row in validation)
     smallest = min(boards, key=lambda label: (boards[label], label))
     return {
-        "wilson_half_width": f"{(high - low) / 2 * 100:.1f}",
+        "interval_half_width": f"{(high - low) / 2 * 100:.1f}",
         "smallest_stratum": f"{smallest.replace('-', '–')} actions",
         "smallest_stratum_boards": boards[smallest],
-        "smallest_stratum_upper": f"{wilson_interval(0, boards[smallest])[1]:.1%}",
+        "smallest_stratum_upper": f"{success_interval(0, boards[smallest])[1]:.1%}",
     }
 
 
@@ -416,11 +416,13 @@ def results_report(repo: Path) -> dict:
 
 
 def results_values(report: dict) -> dict[str, object]:
-    """The card's compact results table and the results page's full one, from the leaderboard."""
-    rows = [["Entry", "Model", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 4]
-    rows += [[f"`{r['entry']}`", r["model"], leaderboard.rate(r), leaderboard.verdict(r)] for r in report["entries"]]
+    """The card's narrow results table (models, strata, answers, costs and verification are the
+    results page's) and the results page's full one, from the leaderboard."""
+    rows = [["Entry", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 3]
+    rows += [[f"`{r['entry']}`", leaderboard.rate(r), leaderboard.verdict(r)] for r in report["entries"]]
     keys = report["settings_differ"]
-    differ = f"{len(keys)} of {len(SETTINGS)} ([each entry's values](docs/results.md#the-table))" if keys else "none"
+    differ = (f"the {len(keys)} of {len(SETTINGS)} settings that differ between entries" if keys else
+              "the settings, the same in all entries")
     return {
         "results_table": _table(rows),
         "results_settings_differ": differ,
