@@ -297,24 +297,26 @@ _PLAIN_HTTP = re.compile(r"WRONG_VERSION_NUMBER|wrong version number|record laye
                          re.IGNORECASE)
 
 
+def _causes(err):
+    """The errors under ``err`` (what it was raised from, or during), nearest first, at most 8 deep."""
+    cause = err.__cause__
+    for _ in range(8):
+        if cause is None:
+            return
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+
+
 def _tls_failure(err) -> str | None:
     """The TLS error under a failed connection, in a few words, or ``None`` when there is none."""
-    cause, seen = err.__cause__, 0
-    while cause is not None and seen < 8:
-        if isinstance(cause, ssl.SSLError):
-            return " ".join(str(cause).split())[:200]
-        cause, seen = cause.__cause__ or cause.__context__, seen + 1
-    return None
+    return next((" ".join(str(cause).split())[:200] for cause in _causes(err) if isinstance(cause, ssl.SSLError)),
+                None)
 
 
 def _refused(err) -> bool:
     """Whether ``err`` is a connection that never opened (nothing listens), not one that dropped."""
-    cause, seen = err.__cause__, 0
-    while cause is not None and seen < 8:
-        if type(cause).__name__ == "ConnectError" or isinstance(cause, ConnectionRefusedError):
-            return True
-        cause, seen = cause.__cause__ or cause.__context__, seen + 1
-    return False
+    return any(type(cause).__name__ == "ConnectError" or isinstance(cause, ConnectionRefusedError)
+               for cause in _causes(err))
 
 
 def _what(body) -> str:
