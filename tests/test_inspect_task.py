@@ -34,6 +34,8 @@ from sokoban_tools.integrations.served.demo_model import LoopbackServer, Script
 from sokoban_tools.integrations.served.evaluate import main as evaluate_main
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import manifest_path, read_manifest
+from sokoban_tools.records.rows import DataError
+from sokoban_tools.records.tasks import load_validation
 from test_evaluate import poisson_binomial_interval
 from unavailable import unavailable
 
@@ -41,8 +43,7 @@ MODEL = "sokoban-demo"
 INSPECT_MODEL = f"openai-api/local/{MODEL}"  # Inspect's OpenAI-compatible provider, its service named local
 
 
-@pytest.fixture(autouse=True)
-def _inspect(monkeypatch):
+def require_inspect(monkeypatch) -> None:
     try:
         import inspect_ai  # noqa: F401
         import openai  # noqa: F401
@@ -50,6 +51,11 @@ def _inspect(monkeypatch):
         unavailable("inspect-ai (the inspect extra) or openai is not installed")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("LOCAL_API_KEY", "EMPTY")  # the key Inspect's provider reads for the service local
+
+
+@pytest.fixture(autouse=True)
+def _inspect(monkeypatch):
+    require_inspect(monkeypatch)
 
 
 class RecordingServer(LoopbackServer):
@@ -77,14 +83,14 @@ def request(body: dict) -> str:
                        **{key: body.get(key) for key in ("seed", "temperature", "top_p", "max_tokens", "n")}})
 
 
-def run_inspect(base_url: str, log_dir: Path, mode: str) -> Path:
-    """The Inspect log of the task's pass over the 256 boards against ``base_url``."""
+def run_inspect(base_url: str, log_dir: Path, mode: str, **options) -> Path:
+    """The Inspect log of the task's pass over the 256 boards (or ``limit=N``) against ``base_url``."""
     from inspect_ai import eval as inspect_eval
 
     from sokoban_tools.integrations.inspect_task.task import sokoban_fairness
 
     (log,) = inspect_eval(sokoban_fairness(mode=mode), model=INSPECT_MODEL, model_base_url=base_url,
-                          log_dir=str(log_dir), display="none", max_connections=16)
+                          log_dir=str(log_dir), display="none", max_connections=16, **options)
     assert log.status == "success", log.error
     return Path(log.location)
 
@@ -146,15 +152,16 @@ def entry_point_folder(tmp_path: Path) -> Path:
     return info.parent
 
 
-def inspect_eval(tmp_path: Path, task: str, base_url: str, *options: str) -> tuple[subprocess.CompletedProcess, Path]:
+def inspect_eval(tmp_path: Path, task: str, base_url: str, *options: str, model: str = INSPECT_MODEL
+                 ) -> tuple[subprocess.CompletedProcess, Path]:
     """``inspect eval TASK --model ...`` from the clone; its result and the log it wrote."""
     logs = tmp_path / "logs"
     env = {**os.environ, "LOCAL_API_KEY": "EMPTY",
            "PYTHONPATH": os.pathsep.join([str(entry_point_folder(tmp_path)), str(REPO),
                                           *filter(None, [os.environ.get("PYTHONPATH")])])}
-    done = subprocess.run([*inspect_command(), "eval", task, "--model", INSPECT_MODEL, "--model-base-url", base_url,
+    done = subprocess.run([*inspect_command(), "eval", task, "--model", model, "--model-base-url", base_url,
                            "--log-dir", str(logs), "--display", "plain", "--max-connections", "16", *options],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (log,) = logs.glob("*.eval")
     return done, log
@@ -193,3 +200,114 @@ def test_inspect_eval_by_the_registered_name_lands_the_random_model_in_its_floor
     assert metrics["ci95_low"].value <= floor <= metrics["ci95_high"].value, (metrics, floor)
     group = score.score([log])["groups"][0]
     assert group["ci95"][0] <= floor <= group["ci95"][1], (group, floor)
+
+
+def refused_in_one_line(code: int, err: str, *words: str) -> None:
+    assert code == 1 and err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err, err
+    assert all(word in err for word in words), err
+
+
+@pytest.fixture(scope="module")
+def quick_look(tmp_path_factory) -> Path:
+    """The Inspect log of ``--limit 3`` against the shortest-path model."""
+    folder = tmp_path_factory.mktemp("quick-look")
+    with pytest.MonkeyPatch.context() as monkeypatch, LoopbackServer(Script("shortest", keep=False)) as server:
+        require_inspect(monkeypatch)
+        return run_inspect(server.base_url, folder / "logs", "rgb_array", limit=3)
+
+
+def edited(quick_look: Path, folder: Path, change) -> Path:
+    """A copy of the quick look's Inspect log with ``change`` made to it."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(quick_look))
+    change(log)
+    path = folder / "edited.eval"
+    write_eval_log(log, str(path))
+    return path
+
+
+def test_a_limit_run_converts_as_a_quick_look_that_score_refuses_naming_the_fix(quick_look, tmp_path, capsys):
+    log = tmp_path / "quick.jsonl"
+    code, out, err = convert(capsys, quick_look, log, "--method", "demo", "--run", "r1")
+    assert code == 0, err
+    assert "3/3 boards won" in out and "a quick look, not the protocol" in out
+    first = [row.task_id for row in load_validation(REPO / "fairness" / "evaluation.jsonl")[:3]]
+    assert [(r.method, r.run, r.task_id) for r in read_episodes(log)] == [("demo", "r1", task) for task in first]
+    assert "NOT the protocol" in read_manifest(manifest_path(log))["notes"]["boards"]
+    with pytest.raises(DataError, match=r"an `inspect eval --limit 3` quick look.*without --limit"):
+        score.score([log])
+    code, _, err = convert(capsys, quick_look, log)  # never over a log that holds records
+    refused_in_one_line(code, err, "give a new --log")
+
+
+@pytest.mark.parametrize("change,words", [
+    (lambda log: setattr(log, "samples", log.samples[1:]), ("misses 1 of its 3 boards", "eval-0002", "eval-retry")),
+    (lambda log: setattr(log, "status", "error"), ("status is 'error'", "inspect eval-retry")),
+    (lambda log: log.samples[0].store["sokoban_fairness_episode"].update(moves="L", won=True),
+     ("replaying its moves 'L'", "run the task again")),
+    (lambda log: log.samples[1].store.clear(), ("holds no episode",)),
+    (lambda log: log.eval.metadata.clear(), ("not of sokoban_tools/sokoban_fairness", "inspect eval")),
+], ids=["a missing board", "an unfinished run", "edited moves", "no episode", "another task"])
+def test_a_log_that_is_not_a_finished_pass_of_this_task_is_refused_in_one_line(quick_look, tmp_path, capsys,
+                                                                                  change, words):
+    log = tmp_path / "out.jsonl"
+    code, _, err = convert(capsys, edited(quick_look, tmp_path, change), log)
+    refused_in_one_line(code, err, *words)
+    assert not log.exists() and not manifest_path(log).exists()  # checked before anything is written
+
+
+def test_a_log_of_another_inspect_task_or_no_inspect_log_is_refused_in_one_line(quick_look, tmp_path, capsys):
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate
+
+    (other,) = inspect_eval(Task(dataset=[Sample(input="What is 1+1?", target="2")], solver=generate(),
+                                 scorer=match(), name="arithmetic"), model="mockllm/model",
+                            log_dir=str(tmp_path / "logs"), display="none")
+    code, _, err = convert(capsys, Path(other.location), tmp_path / "out.jsonl")
+    refused_in_one_line(code, err, "task 'arithmetic'", "not of sokoban_tools/sokoban_fairness")
+    episode_log = tmp_path / "episodes.jsonl"
+    assert convert(capsys, quick_look, episode_log)[0] == 0
+    code, _, err = convert(capsys, episode_log, tmp_path / "again.jsonl")
+    refused_in_one_line(code, err, "is not an Inspect log")
+    code, _, err = convert(capsys, tmp_path / "nowhere.eval", tmp_path / "again.jsonl")
+    refused_in_one_line(code, err, "no such file")
+    assert not (tmp_path / "again.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_smollm2_on_llama_cpps_server_plays_a_board_through_inspects_openai_compatible_provider(tmp_path, capsys):
+    from sokoban_tools.pipeline.publish.real_model import MODEL as REAL_MODEL, LlamaServer, Unavailable
+
+    try:
+        server = LlamaServer(tmp_path / "server.log")
+    except Unavailable as missing:
+        unavailable(str(missing))
+    with server:
+        # the protocol's decoding (the task's defaults), the text turn; one request at a time, as it answers them
+        done, inspect_log = inspect_eval(tmp_path, TASK_FILE, server.base_url, "--limit", "1", "-T",
+                                         "mode=tiny_rgb_array", "--max-connections", "1", "--timeout", "1800",
+                                         model=f"openai-api/local/{REAL_MODEL}")
+    log = tmp_path / "smollm2.jsonl"
+    code, out, err = convert(capsys, inspect_log, log, "--server-kind", "llama.cpp")
+    assert code == 0, err
+    (record,) = read_episodes(log)
+    assert (record.task_id, record.method, record.phase) == ("eval-0002", REAL_MODEL, "validation")
+    assert 0 <= record.actions <= len(record.moves) <= 15 and (len(record.moves) == 15 or record.won)
+    assert verify_log(log).verified == 1
+    manifest = read_manifest(manifest_path(log))
+    settings, costs, notes = manifest["settings"], manifest["costs"], manifest["notes"]
+    assert (settings["image_processing.observation"], settings["image_processing.history_length"]) == (
+        "tiny_rgb_array", 2)
+    assert settings["decoding.validation.temperature"] == 0.4 and settings["decoding.validation.response_length"] == 512
+    assert (notes["server_kind"], notes["provider"]) == ("llama.cpp", "openai-api/local")
+    turns = costs["requests"]["value"]
+    assert turns == len(record.moves)
+    # llama.cpp counted the prompts with the model's tokenizer and chat template: a text turn is hundreds of tokens
+    assert 300 * turns <= costs["prompt_tokens"]["value"] <= 1024 * turns
+    assert costs["completion_tokens"]["value"] >= turns
+    with pytest.raises(DataError, match=r"an `inspect eval --limit 1` quick look"):
+        score.score([log])
