@@ -8,6 +8,7 @@ product (:data:`USER_COMMANDS`), read the boards and episode logs:
     python -m sokoban_tools compare --a LOG --b LOG
     python -m sokoban_tools leaderboard [results/]   # verify every results entry and rank them
     python -m sokoban_tools evaluate --base-url URL --model NAME --log LOG   # a served model
+    python -m sokoban_tools inspect-log INSPECT_LOG --log LOG   # the Inspect AI task's log as an episode log
     python -m sokoban_tools demo-model [--policy random]   # a model to evaluate without a GPU
     python -m sokoban_tools vagen evaluate --episode-log LOG   # VAGEN's evaluator on the boards
 
@@ -60,6 +61,11 @@ def _leaderboard() -> Main:
 
 def _evaluate() -> Main:
     from .integrations.served.evaluate import main
+    return main
+
+
+def _inspect_log() -> Main:
+    from .integrations.inspect_task.convert import main
     return main
 
 
@@ -142,6 +148,8 @@ USER_COMMANDS = (
             "statistics; --add writes an entry", _leaderboard, False),
     Command("evaluate", "play a served model, vision-language or text, on the validation boards as "
             "verl-agent's validation does, and log it", _evaluate, False),
+    Command("inspect-log", "convert the log of the Inspect AI task (inspect eval sokoban_tools/sokoban_fairness) "
+            "into an episode log and run manifest, every episode replayed", _inspect_log, False),
     Command("demo-model", "serve a demo model (random, shortest-path or bad answers) to evaluate without a GPU",
             _demo_model, False),
     Command("vagen", "evaluate with VAGEN's evaluator on the validation boards and log its episodes", _vagen, False),

@@ -121,6 +121,10 @@ def incomplete_hint(log: Path, played: int, boards: int) -> str:
                     f"--resume and without --boards")
         return (f"evaluate stopped before the end of its pass: run the same evaluate command with --resume to "
                 f"play the {boards - played} boards left")
+    if "inspect_log" in notes:  # written by inspect-log from the Inspect AI task's log
+        return (f"this log is an `inspect eval --limit {played}` quick look, and score reads complete passes "
+                f"only: run the task on all {boards} boards (without --limit) and convert that log with "
+                f"`python -m sokoban_tools inspect-log`")
     if notes.get("trainer") == "VAGEN":
         return ("VAGEN's run did not play every board: finish it with run.resume=skip_completed into the same "
                 "experiment.dump_dir, then write the log again with `python -m sokoban_tools vagen log`")

@@ -3,6 +3,7 @@
     python -m sokoban_tools leaderboard [RESULTS] [--json]      # verify and rank (default: results/)
     python -m sokoban_tools leaderboard --add NAME --log LOG --model M --submitted-by WHO --link URL
                                         [--date YYYY-MM-DD] [--notes TEXT] [--run R --update U]
+    python -m sokoban_tools leaderboard --eval-results NAME [--out .eval_results]   # for the model's Hub page
 
 An entry is one folder, ``results/<name>/``, holding one validation pass: the episode log
 ``episodes.jsonl``, its run manifest ``episodes.jsonl.manifest.json`` and ``entry.json``
@@ -56,7 +57,7 @@ import numpy as np
 
 from sokoban_published import ChecksumError
 
-from ..files import json_document, sha256_bytes
+from ..files import json_document, sha256_bytes, write_atomic
 from ..paths import PathError, read_bounded
 from ..protocol import STRATA
 from ..records import strict_json
@@ -64,6 +65,7 @@ from ..records.boards import BoardsNotFound
 from ..records.episodes import MOVE_LETTERS, read_episodes
 from ..records.manifest import SETTING, manifest_path, read_manifest
 from ..records.rows import DataError
+from .hub_benchmark import EVAL_RESULTS_FOLDER, TASK_IDS, eval_results, eval_results_name
 from .inputs import check_rows_against_manifests, incomplete_hint
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
@@ -459,6 +461,29 @@ def _entry_with_episodes(results: Path, digest: str) -> str | None:
     return None
 
 
+def write_eval_results(results: Path, name: str, out: Path, validation: Path | None = None) -> Path:
+    """Write the ``.eval_results`` file a model repository publishes for the entry ``results/name``,
+    once the entry passes every check of the leaderboard (:mod:`.hub_benchmark`)."""
+    folder = results / name
+    if not folder.is_dir():
+        raise DataError(f"{folder}: no such entry; give the name of a folder of {results}/ "
+                        f"({', '.join(p.name for p in entry_folders(results)) or 'none'})")
+    entry = load_entry(folder, BoardSet.load(validation))
+    if entry.info["model"].strip().lower().startswith("none"):
+        raise EntryRefused(f"{folder}: is a scripted policy's entry (model {entry.info['model']!r}), which no model "
+                           f"repository publishes; give an entry of a model on the Hub")
+    observation = entry.manifest["settings"]["image_processing.observation"]
+    if observation not in TASK_IDS:
+        raise EntryRefused(f"{folder}: played the {observation!r} observation, which is none of the benchmark's "
+                           f"tasks ({', '.join(f'{task} ({mode})' for mode, task in TASK_IDS.items())}); give an "
+                           f"entry of a model played in one of them")
+    text = eval_results(entry.name, entry.info, entry.manifest, int(entry.group.won.sum()), len(entry.group.won))
+    path = out / eval_results_name(name)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text.encode("utf-8"))
+    return path
+
+
 STAGING = ".staging-"  # results/.staging-<name>.<random>/: an entry being written, renamed once checked
 
 
@@ -495,8 +520,18 @@ def main(argv: list[str] | None = None) -> int:
     adding.add_argument("--notes", default=None, help="a short note shown with the entry")
     adding.add_argument("--run", default=None, help="the run of the pass, when the log holds several")
     adding.add_argument("--update", type=int, default=None, help="the update of the pass, when the log holds several")
+    hub = parser.add_argument_group("publishing a verified entry on the Hub")
+    hub.add_argument("--eval-results", metavar="NAME", help="write the .eval_results/*.yaml that the model "
+                     "repository of the verified entry results/NAME publishes, so its page shows the score")
+    hub.add_argument("--out", type=Path, default=Path(EVAL_RESULTS_FOLDER),
+                     help=f"the folder to write it in (default: {EVAL_RESULTS_FOLDER}/, as in a model repository)")
     args = parser.parse_args(argv)
     try:
+        if args.eval_results:
+            path = write_eval_results(args.results, args.eval_results, args.out, args.evaluation)
+            print(f"wrote {path}: the verified entry {args.eval_results} as the model repository publishes it "
+                  f"(add it to .eval_results/ of that repository by a pull request)")
+            return 0
         if args.add:
             missing = [f"--{key.replace('_', '-')}" for key in ("log", "model", "submitted_by", "link")
                        if getattr(args, key) is None]

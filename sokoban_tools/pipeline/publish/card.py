@@ -29,11 +29,12 @@ from ...evaluation.compare import floor_percent
 from ...evaluation.charts import PLOT_EXTRA, interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
 from ...evaluation.stats import success_interval
+from ...evaluation.hub_benchmark import EVAL_RESULTS_FOLDER, FRAMEWORK, TASK_IDS, eval_yaml
 from ...evaluation.baselines import POLICY_LABELS
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX, manifest_path, read_manifest
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
-                       DATA_FOLDER, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
+                       DATA_FOLDER, EVAL_YAML, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
                        IMAGE_TABLES, LAST_UPDATE_IMAGE, LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS,
                        REAL_MODEL_ENTRY, REPLAY_IMAGE, RESULTS_FOLDER, RESULTS_IMAGE, ROOT, RUNTIME_EXAMPLE,
                        SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE,
@@ -480,6 +481,13 @@ def fair_comparison_values() -> dict[str, object]:
             "manifest_suffix": SUFFIX}
 
 
+def hub_values() -> dict[str, object]:
+    """The Hub's benchmark file as written, and its tasks, for docs/inspect.md."""
+    return {"eval_yaml": eval_yaml().rstrip("\n"), "eval_framework": FRAMEWORK,
+            "eval_results_folder": EVAL_RESULTS_FOLDER,
+            "eval_tasks": ", ".join(f"`{task}` ({mode})" for mode, task in TASK_IDS.items())}
+
+
 def _citation(repo: Path) -> str:
     """The BibTeX entry of the loading script, so card and script cite alike."""
     path = repo / LOADING_SCRIPT
@@ -491,7 +499,7 @@ def _citation(repo: Path) -> str:
 
 def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
-    return [repo / name for name in (PINS, CARD, *DOC_PAGES, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
+    return [repo / name for name in (PINS, CARD, *DOC_PAGES, EVAL_YAML, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
                                      LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, LAST_UPDATE_IMAGE,
                                      RESULTS_IMAGE, *IMAGE_TABLES.values())]
 
@@ -525,7 +533,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     try:  # the reports' entries, read where each figure is made
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
                   **example_values(example), **results_values(results), **real_model_values(repo),
-                  **fair_comparison_values()}
+                  **fair_comparison_values(), **hub_values()}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()
@@ -542,6 +550,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         pins_module(release, tables),
         (front_matter(release.files) + _template("README.md", values)).encode("utf-8"),
         *(_template(page, values).encode("utf-8") for page in DOC_PAGES),
+        eval_yaml().encode("utf-8"),
         _template("fairness-README.md", values).encode("utf-8"),
         board_sheet(validation[:16]),
         replay_strip(first.board, from_lurd(first.shortest_solution)),
