@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .help_text import Parser
 from .layout import ROOT, SELECTOR
 
 Main = Callable[[list[str]], int]
@@ -142,8 +143,8 @@ USER_COMMANDS = (
             "statistics; --add writes an entry", _leaderboard, False),
     Command("evaluate", "play a served model, vision-language or text, on the validation boards as "
             "verl-agent's validation does, and log it", _evaluate, False),
-    Command("demo-model", "serve a demo model (random, shortest-path or bad answers) to evaluate without a GPU",
-            _demo_model, False),
+    Command("demo-model", "serve a demo model to evaluate without a GPU; its policies: random, shortest (solves "
+            "every board), bad-answers, mixed (mostly shortest, some wasted moves and bad answers)", _demo_model, False),
     Command("vagen", "evaluate with VAGEN's evaluator on the validation boards and log its episodes", _vagen, False),
     Command("example", "play the worked example's two policies and log them (from a clone)", _example, True),
 )
@@ -205,8 +206,8 @@ def reproduce_command(argv: list[str]) -> int:
     its files."""
     from .pipeline.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 
-    parser = argparse.ArgumentParser(prog=f"{PROG} reproduce",
-                                     description=BY_NAME["reproduce"].summary)
+    parser = Parser(prog=f"{PROG} reproduce",
+                    description=BY_NAME["reproduce"].summary)
     parser.add_argument("--check", action="store_true",
                         help="regenerate in memory and fail, naming the first differing line, on any difference")
     parser.add_argument(NEW_RELEASE, action="store_true", dest="new_release",
@@ -285,7 +286,7 @@ def _listing(title: str, commands: tuple[Command, ...]) -> str:
 
 def parser() -> argparse.ArgumentParser:
     """The top level: a command's name; everything after it is the command's own."""
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog=PROG, usage=f"{PROG} COMMAND [options]", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="sokoban-fairness: fixed Sokoban boards to train and validate agents on, and the\n"
                     "tools that evaluate, score and compare runs on them. Each command's --help gives\n"

@@ -15,11 +15,11 @@ The log is the quick start's own: a second run replaces it.
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 from pathlib import Path
 
+from ...help_text import Parser
 from ...records.episodes import LogInUse, episode_writer
 from ...records.manifest import manifest_path
 from .demo_model import DEMO_MODEL, POLICIES, LoopbackServer, Script
@@ -33,7 +33,7 @@ def _say(command: str, options: list[str], note: str = "") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"{PROG} quickstart", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog=f"{PROG} quickstart", description=__doc__.split("\n\n")[0])
     parser.add_argument("--policy", choices=list(POLICIES), default="random",
                         help="the demo model's policy, as demo-model --policy takes it (default: random)")
     parser.add_argument("--log", type=Path, default=DEFAULT_LOG,
