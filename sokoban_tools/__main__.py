@@ -32,11 +32,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .help_text import Parser
-from .layout import ROOT, SELECTOR
+from .layout import HUB_URL, ROOT, SELECTOR
 
 Main = Callable[[list[str]], int]
 PROG = "python -m sokoban_tools"
-HOW_TO_CLONE = "clone the repository and run `pip install -e .` in it"
+HOW_TO_CLONE = f"clone the repository (`git clone {HUB_URL}`) and run `pip install -e .` in it"
 
 
 def _quickstart() -> Main:

@@ -77,3 +77,11 @@ def test_card__says_where_the_dataset_lives_and_how_to_copy_it_with_git_with_or_
         assert f"\n{command}\n" in loading, command
     assert "`git lfs pull`" in loading and "the test suite does not" in loading
     assert "docs/loading.md" in DOC_PAGES
+
+
+def test_a_pipeline_command_outside_a_clone_says_where_to_clone_from(monkeypatch, capsys):
+    from sokoban_tools import __main__ as command_line
+
+    monkeypatch.setattr(command_line, "has_pipeline", lambda: False)
+    assert command_line.run("card", []) == 1
+    assert f"clone the repository (`git clone {HUB_URL}`) and run `pip install -e .` in it" in capsys.readouterr().err
