@@ -13,7 +13,7 @@ with the package); it imports nothing beyond those, datasets and the standard li
 On ``datasets`` <= 3.6, which runs a script given by path only from a local
 file (a Hub path ending in ``.py`` fails with "Couldn't find a dataset script")::
 
-    path = snapshot_download("org/sokoban-fairness", repo_type="dataset")
+    path = snapshot_download("sokoban-fairness/sokoban-fairness", repo_type="dataset")
     load_dataset(f"{path}/sokoban_fairness.py", "fairness", trust_remote_code=True)
 
 On later versions, which no longer run scripts, import :class:`SokobanFairness`
@@ -80,12 +80,12 @@ _DESCRIPTION = (
     "Frozen, solvable 6x6 one-box Sokoban boards for comparing visual-agent training methods: "
     "5,000 training boards and 256 fixed validation boards (protocol sokoban-eval-256-v1)."
 )
-_HOMEPAGE = "https://huggingface.co/datasets/org/sokoban-fairness"
+_HOMEPAGE = "https://huggingface.co/datasets/sokoban-fairness/sokoban-fairness"
 _LICENSE = "mit"
 _CITATION = """@misc{sokoban_fairness,
   title  = {Sokoban fairness: 5,000 training boards and 256 fixed validation boards},
   year   = {2026},
-  howpublished = {Hugging Face dataset org/sokoban-fairness},
+  howpublished = {Hugging Face dataset sokoban-fairness/sokoban-fairness},
 }"""
 
 TRAIN_FILE = "fairness/train.jsonl"

@@ -4,6 +4,7 @@ Written whole by `python -m sokoban_tools card` from the files it has just
 checked; do not edit. Changing PUBLISHED_FILES takes a new release (see the
 Changelog section of the dataset card). IMAGE_TABLES pins the Parquet files of
 the same rows with their game images, derived from them (the card writes both).
+HUB_REPO is the dataset's repository on the Hub (sokoban_tools.layout.HUB_REPO_ID).
 """
 
 RELEASE = "1.0.0"
@@ -13,6 +14,7 @@ PUBLISHED_FILES = {
     "fairness/evaluation-pool-1000.jsonl": {"sha256": "68ffd38ec5753262b22d36b7e1541b7ff99162670247ce6537b44cee16f050e7", "rows": 1000, "bytes": 346520},
 }
 IMAGE_TABLES = {
-    "fairness/train-images.parquet": {"sha256": "e7076ecf11eb92a91af1f681307fffcf91d325e701e127eed3f9f272087ad6a1", "rows": 5000, "bytes": 3943838},
-    "fairness/evaluation-images.parquet": {"sha256": "f9b218eac08946effba510401838e39087796add7e558768754be010a55d7326", "rows": 256, "bytes": 206878},
+    "fairness/train-images.parquet": {"sha256": "d352a59c5eeb599638ddd3af004b829c9b34b2480f214a53a224af768eceb350", "rows": 5000, "bytes": 3432368},
+    "fairness/evaluation-images.parquet": {"sha256": "1bc4b2fc008b00772567b4332196cbaf8f95f1413d993af77c110e9929e6b0dd", "rows": 256, "bytes": 181442},
 }
+HUB_REPO = "sokoban-fairness/sokoban-fairness"

@@ -19,7 +19,7 @@ import stat
 # Imported as the loading script imports its neighbours: relatively inside the package
 # datasets <= 3.6 makes of them, else as the top-level module beside this file.
 _pins = importlib.import_module(".sokoban_pins" if __package__ else "sokoban_pins", __package__ or None)
-RELEASE, PUBLISHED_FILES = _pins.RELEASE, _pins.PUBLISHED_FILES
+RELEASE, PUBLISHED_FILES, HUB_REPO = _pins.RELEASE, _pins.PUBLISHED_FILES, _pins.HUB_REPO
 
 # Where a writer of a set of data files names the set until all are renamed into place
 # (sokoban_tools.pipeline.artifacts): present, the folder may hold old and new files at once.
@@ -41,7 +41,7 @@ _CHUNK = 1 << 20  # bytes hashed at a time
 def _download_again(name: str) -> str:
     return (
         f'Download the current file again, e.g. load_dataset(..., download_mode="force_redownload") '
-        f"or `hf download org/sokoban-fairness {name} --repo-type dataset --force-download`."
+        f"or `hf download {HUB_REPO} {name} --repo-type dataset --force-download`."
     )
 
 

@@ -32,11 +32,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .layout import ROOT, SELECTOR
+from .help_text import Parser
+from .layout import HUB_URL, ROOT, SELECTOR
 
 Main = Callable[[list[str]], int]
 PROG = "python -m sokoban_tools"
-HOW_TO_CLONE = "clone the repository and run `pip install -e .` in it"
+HOW_TO_CLONE = f"clone the repository (`git clone {HUB_URL}`) and run `pip install -e .` in it"
 
 
 def _quickstart() -> Main:
@@ -150,8 +151,8 @@ USER_COMMANDS = (
             "verl-agent's validation does, and log it", _evaluate, False),
     Command("inspect-log", "convert the log of the Inspect AI task (inspect eval sokoban_tools/sokoban_fairness) "
             "into an episode log and run manifest, every episode replayed", _inspect_log, False),
-    Command("demo-model", "serve a demo model (random, shortest-path or bad answers) to evaluate without a GPU",
-            _demo_model, False),
+    Command("demo-model", "serve a demo model to evaluate without a GPU; its policies: random, shortest (solves "
+            "every board), bad-answers, mixed (mostly shortest, some wasted moves and bad answers)", _demo_model, False),
     Command("vagen", "evaluate with VAGEN's evaluator on the validation boards and log its episodes", _vagen, False),
     Command("example", "play the worked example's two policies and log them (from a clone)", _example, True),
 )
@@ -213,8 +214,8 @@ def reproduce_command(argv: list[str]) -> int:
     its files."""
     from .pipeline.release import FLAG as NEW_RELEASE, NOT_WITH_CHECK
 
-    parser = argparse.ArgumentParser(prog=f"{PROG} reproduce",
-                                     description=BY_NAME["reproduce"].summary)
+    parser = Parser(prog=f"{PROG} reproduce",
+                    description=BY_NAME["reproduce"].summary)
     parser.add_argument("--check", action="store_true",
                         help="regenerate in memory and fail, naming the first differing line, on any difference")
     parser.add_argument(NEW_RELEASE, action="store_true", dest="new_release",
@@ -293,7 +294,7 @@ def _listing(title: str, commands: tuple[Command, ...]) -> str:
 
 def parser() -> argparse.ArgumentParser:
     """The top level: a command's name; everything after it is the command's own."""
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog=PROG, usage=f"{PROG} COMMAND [options]", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="sokoban-fairness: fixed Sokoban boards to train and validate agents on, and the\n"
                     "tools that evaluate, score and compare runs on them. Each command's --help gives\n"

@@ -15,6 +15,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the clone, when the package runs from one
 
+# Where the dataset lives: its repository on the Hugging Face Hub. A release setting, set once by the
+# maintainer who publishes it; `reproduce` writes it into the card, the pages and the pins (the download
+# advice of sokoban_published.py), and the card step refuses a loading script whose homepage and citation
+# name another (the script spells it itself, standalone).
+HUB_REPO_ID = "sokoban-fairness/sokoban-fairness"
+HUB_URL = f"https://huggingface.co/datasets/{HUB_REPO_ID}"
+
 # The published data: folder, board files (glossary: training pool, source pool,
 # validation set) and the reports written beside them.
 DATA_FOLDER = "fairness"

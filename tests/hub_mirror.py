@@ -35,6 +35,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
+from sokoban_tools.layout import HUB_REPO_ID
+
 # Variables that would send clients offline, to another cache, or add a token.
 _NOT_SET = (
     "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HF_TOKEN_PATH",
@@ -105,7 +107,7 @@ def _answers(url: str) -> bool:
 @contextlib.contextmanager
 def serve_dataset_repo(
     git_repo_dir: str | os.PathLike,
-    repo_id: str = "org/sokoban-fairness",
+    repo_id: str = HUB_REPO_ID,
     revision: str = "HEAD",
     timeout: float = 60.0,
     tags: tuple[str, ...] = (),

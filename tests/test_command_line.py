@@ -56,14 +56,34 @@ def options_without_help(text: str) -> list[str]:
     return missing
 
 
+REST_MARKUP = re.compile(r":[a-z]+:`|``")  # a role (:mod:`x`, :data:`x`) or an inline literal
+
+
 @pytest.mark.parametrize("words", HELPS, ids=" ".join)
-def test_help__of_every_command_names_it_as_typed_gives_every_option_a_text_and_no_empty_default(words):
+def test_help__of_every_command_names_it_as_typed_gives_every_option_a_text_no_empty_default_and_no_rest(words):
     text = help_of(*words)
     assert text.startswith(f"usage: python -m sokoban_tools {' '.join(words)} "), text.splitlines()[0]
+    assert REST_MARKUP.findall(text) == [], text
     assert "select_evaluation_256.py [" not in text  # the selector's own name only when run as a script
     assert "(default: None)" not in text and "(default: False)" not in text
     assert not re.search(r"\(default[^)]*\)\s*\(default", text)  # one default per option
     assert options_without_help(text) == []
+
+
+def test_help__text_from_docstrings_loses_its_rest_markup_in_one_place():
+    from sokoban_tools.help_text import plain_text
+
+    assert plain_text("reads :data:`PINS` and :func:`.score`; ``python -m sokoban_tools card`` writes::") == \
+        "reads PINS and score; python -m sokoban_tools card writes:"
+    assert plain_text("`pip install -e .` stays, as 2 :: 3 does") == "`pip install -e .` stays, as 2 :: 3 does"
+
+
+def test_help__at_the_top_names_every_policy_of_the_demo_model():
+    from sokoban_tools.integrations.served.demo_model import POLICIES
+
+    demo = help_of().split("  demo-model", 1)[1].split("\n  vagen", 1)[0]
+    assert [policy for policy in POLICIES if policy not in demo] == []
+    assert "mixed (mostly shortest, some wasted moves and bad answers)" in " ".join(demo.split())
 
 
 def test_help__check_sees_an_option_without_text():

@@ -33,9 +33,8 @@ def gem():
     try:
         import gem
     except ImportError:
-        unavailable("gem-llm is not installed; as .ci/run does (its math-verify extra pins an antlr4 hydra-core "
-                    "refuses): pip install --no-deps 'gem-llm==0.1.0' && pip install 'reasoning-gym==0.1.23' "
-                    "'nltk==3.9.1' 'msgspec==0.19.0'")
+        unavailable("gem-llm is not installed; python tests/install.py installs it as the suite needs it "
+                    "(without its dependencies: its math-verify extra pins an antlr4 hydra-core refuses)")
     import sokoban_tools.integrations.gem_env  # noqa: F401  registers the environments
     return gem
 

@@ -1,7 +1,7 @@
 """The Hub path, for real but on loopback: a commit of the working tree served by olah.
 
 ``hub_mirror.serve_dataset_repo`` serves a git commit as dataset
-``org/sokoban-fairness``; clients run in subprocesses whose huggingface_hub and
+``HUB_REPO_ID`` (sokoban_tools.layout); clients run in subprocesses whose huggingface_hub and
 datasets talk only to it. The commit is HEAD plus the working tree's card,
 loading script, its renderer and data folder, so the test checks what is about to be pushed.
 A second commit replaces the validation file by the 1,000-row pool, as a stale
@@ -21,11 +21,12 @@ import pytest
 
 import sokoban_fairness as sf
 from hub_mirror import hub_env, serve_dataset_repo
+from sokoban_tools.layout import HUB_REPO_ID
 from venvs import CARD, DATASETS36, EVALUATION, OLAH, POOL, REPO, SCRIPT, SCRIPT_FILES, require_venv, run_client
 
 pytestmark = pytest.mark.slow
 
-REPO_ID = "org/sokoban-fairness"
+REPO_ID = HUB_REPO_ID
 LOADING_PAGE = "docs/loading.md"  # where the card's loading variants live
 SPLIT_ROWS = {
     "fairness": {"train": 5000, "validation": 256},
@@ -121,7 +122,7 @@ def test_load_dataset_by_repo_id_gives_the_published_splits(hub, tmp_path):
     datasets.disable_progress_bars()
     out = {}
     for config in ("fairness", "source_pool_1000"):
-        dataset = datasets.load_dataset("org/sokoban-fairness", config)
+        dataset = datasets.load_dataset(HUB_REPO_ID, config)
         out[config] = {split: [part.num_rows, part.column_names] for split, part in dataset.items()}
     report(out)
     ''', env=hub_env(hub, tmp_path / "hf-home"))
@@ -154,7 +155,7 @@ def test_the_builder_class_reads_an_hf_base_path_and_checks_what_it_downloads(hu
     import datasets
     from sokoban_fairness import SokobanFairness, cache_hash
     datasets.disable_progress_bars()
-    builder = SokobanFairness(config_name="fairness", base_path="hf://datasets/org/sokoban-fairness",
+    builder = SokobanFairness(config_name="fairness", base_path="hf://datasets/" + HUB_REPO_ID,
                               cache_dir=ARGS["cache"], hash=cache_hash(), with_images=True)
     builder.download_and_prepare()
     dataset = builder.as_dataset()
@@ -167,7 +168,7 @@ def test_datasets36_runs_the_script_from_a_snapshot_but_not_from_a_hub_path(hub,
     result = run_client(python36, '''
     import datasets, huggingface_hub
     datasets.disable_progress_bars()
-    snapshot = huggingface_hub.snapshot_download("org/sokoban-fairness", repo_type="dataset")
+    snapshot = huggingface_hub.snapshot_download(HUB_REPO_ID, repo_type="dataset")
 
     def rows(dataset):
         return {split: [part.num_rows, part.column_names] for split, part in dataset.items()}
@@ -176,8 +177,8 @@ def test_datasets36_runs_the_script_from_a_snapshot_but_not_from_a_hub_path(hub,
         "snapshot": attempt(lambda: rows(datasets.load_dataset(
             snapshot + "/sokoban_fairness.py", "fairness", trust_remote_code=True))),
         "hub-script-path": attempt(lambda: rows(datasets.load_dataset(
-            "org/sokoban-fairness/sokoban_fairness.py", "fairness", trust_remote_code=True))),
-        "repo-id": attempt(lambda: rows(datasets.load_dataset("org/sokoban-fairness", "fairness"))),
+            HUB_REPO_ID + "/sokoban_fairness.py", "fairness", trust_remote_code=True))),
+        "repo-id": attempt(lambda: rows(datasets.load_dataset(HUB_REPO_ID, "fairness"))),
     })
     ''', env=hub_env(hub, tmp_path / "hf-home"))
     decoded = ["player_position", "box_position", "target_position"]
@@ -202,7 +203,7 @@ def test_a_stale_file_from_the_hub_is_refused_by_the_builder_and_by_split_sizes(
     result = run_client(PYTHON, '''
     import datasets, huggingface_hub
     datasets.disable_progress_bars()
-    snapshot = huggingface_hub.snapshot_download("org/sokoban-fairness", repo_type="dataset")
+    snapshot = huggingface_hub.snapshot_download(HUB_REPO_ID, repo_type="dataset")
     sys.path.insert(0, snapshot)
     import sokoban_fairness
 
@@ -216,7 +217,7 @@ def test_a_stale_file_from_the_hub_is_refused_by_the_builder_and_by_split_sizes(
         "script": sokoban_fairness.__file__,
         "snapshot": snapshot,
         "builder": attempt(build),
-        "repo-id": attempt(lambda: datasets.load_dataset("org/sokoban-fairness", "fairness")["validation"].num_rows),
+        "repo-id": attempt(lambda: datasets.load_dataset(HUB_REPO_ID, "fairness")["validation"].num_rows),
     })
     ''', {"cache": tmp_path / "cache"}, env=hub_env(stale_hub, tmp_path / "hf-home"))
     assert Path(result["script"]).parent == Path(result["snapshot"])
@@ -230,7 +231,7 @@ def test_a_stale_file_from_the_hub_is_refused_by_the_script_on_datasets36(stale_
     result = run_client(python36, '''
     import datasets, huggingface_hub
     datasets.disable_progress_bars()
-    snapshot = huggingface_hub.snapshot_download("org/sokoban-fairness", repo_type="dataset")
+    snapshot = huggingface_hub.snapshot_download(HUB_REPO_ID, repo_type="dataset")
     report(attempt(lambda: datasets.load_dataset(
         snapshot + "/sokoban_fairness.py", "fairness", trust_remote_code=True)["validation"].num_rows))
     ''', env=hub_env(stale_hub, tmp_path / "hf-home"))
@@ -294,7 +295,7 @@ SHOW_SPLITS = ("\nprint({split: part.num_rows for split, part in ds.items()}, "
 
 
 @pytest.mark.parametrize("marker, python, shown", [
-    ('load_dataset("org/sokoban-fairness", "fairness")', "current", "None"),
+    (f'load_dataset("{HUB_REPO_ID}", "fairness")', "current", "None"),
     ('load_dataset(f"{path}/sokoban_fairness.py"', "3.6", "(96, 96)"),
     ("base_path=path,", "current", "(96, 96)"),
     ('base_path="hf://datasets/', "current", "None"),

@@ -1,7 +1,7 @@
 """The Parquet files of the boards with their game images, read as a reader of data files
-only reads them (``datasets`` without the script, on 5.x and 3.6): the rows of the fairness
-configuration, the loading script's very image bytes, pinned, reproducible, and the card's
-JSONL configurations untouched."""
+only reads them (``datasets`` without the script, on 5.x and 3.6, and pandas): the rows of the
+fairness configuration, the loading script's game frame as RGB, pinned, reproducible, and the
+card's JSONL configurations untouched."""
 
 import hashlib
 import json
@@ -54,15 +54,35 @@ def test_column_types__name_every_row_key_in_order_as_the_loading_script_checks_
     assert tuple(name for name, _, _ in COLUMN_TYPES) == ROW_KEYS
 
 
-def test_image_tables__images_are_the_loading_scripts_png_bytes_and_the_game_frame(tables):
+def test_image_tables__images_decode_to_the_loading_scripts_rgb_game_frame_as_they_are(tables):
+    """``np.array(row["image"])`` of a learner who reads the Parquet files is the (96, 96, 3) frame the
+    loading script gives, with no ``.convert("RGB")``: a palette PNG would decode to mode P, (96, 96)."""
     for split, step in (("validation", 1), ("train", 97)):
-        raw = tables[split].cast_column("image", datasets.Image(decode=False))
-        for index in range(0, raw.num_rows, step):
-            row = raw[index]
-            assert row["image"]["bytes"] == sf.encode_png(sf.render_indices(row["room_fixed"], row["room_state"]),
-                                                          sf.PALETTE)
-            decoded = np.asarray(tables[split][index]["image"].convert("RGB"))
-            assert np.array_equal(decoded, sf.render_rgb(np.array(row["room_fixed"]), np.array(row["room_state"])))
+        for index in range(0, tables[split].num_rows, step):
+            row = tables[split][index]
+            assert row["image"].mode == "RGB"
+            frame = np.array(row["image"])
+            assert frame.shape == (96, 96, 3) and frame.dtype == np.uint8
+            assert np.array_equal(frame, sf.render_rgb(np.array(row["room_fixed"]), np.array(row["room_state"])))
+
+
+def test_image_tables__read_with_pandas_give_a_dict_of_png_bytes_that_decodes_to_rgb_as_loading_md_says():
+    import io
+
+    import pandas
+    from PIL import Image
+
+    frame = pandas.read_parquet(REPO / IMAGE_TABLES["validation"])
+    first = frame.iloc[0]
+    assert set(first["image"]) == {"bytes", "path"} and first["image"]["bytes"].startswith(b"\x89PNG")
+    picture = np.array(Image.open(io.BytesIO(first["image"]["bytes"])))
+    assert picture.shape == (96, 96, 3)
+    assert np.array_equal(picture, sf.render_rgb(np.array(first["room_fixed"].tolist()),
+                                                 np.array(first["room_state"].tolist())))
+    loading = (REPO / "docs" / "loading.md").read_text(encoding="utf-8")
+    assert ('| pandas (`pd.read_parquet`), pyarrow, DuckDB | a dict, `{"bytes": b"\\x89PNG...", "path": None}`'
+            in loading)
+    assert "`np.array(row[\"image\"])`: (96, 96, 3) uint8" in loading
 
 
 def test_image_tables__are_pinned_with_their_sha256_rows_and_size():
@@ -121,7 +141,7 @@ def test_image_tables__read_by_their_data_files_on_datasets_36(tmp_path):
         out[split] = {
             "same_rows": part.remove_columns("image").to_list() == rows,
             "image": type(part.features["image"]).__name__,
-            "frame": bool(np.array_equal(np.asarray(first["image"].convert("RGB")),
+            "frame": bool(np.array_equal(np.array(first["image"]),
                                          render_rgb(np.array(first["room_fixed"]), np.array(first["room_state"])))),
         }
     out["version"] = datasets.__version__

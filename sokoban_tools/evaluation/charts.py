@@ -16,8 +16,10 @@ import io
 import math
 from pathlib import Path
 
+from ..extras import install_advice
+
 FORMATS = ("png", "pdf", "svg")
-PLOT_EXTRA = "pip install 'sokoban-fairness[plot]'"
+PLOT_EXTRA = install_advice("plot")
 # What each format would otherwise embed that changes between runs or versions.
 METADATA = {
     "png": {"Software": None},

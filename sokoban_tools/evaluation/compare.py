@@ -45,6 +45,7 @@ import numpy as np
 from sokoban_published import ChecksumError
 
 from ..files import write_atomic
+from ..help_text import Parser
 from ..paths import PathError, unwritable
 from ..protocol import STRATA
 from ..records.rows import DataError
@@ -409,10 +410,10 @@ def learning_curves(report: dict, fmt: str = "png") -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools compare",
-                                     description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 2)[2])
+    parser = Parser(prog="python -m sokoban_tools compare",
+                    description=__doc__.split("\n\n")[0],
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                    epilog=__doc__.split("\n\n", 2)[2])
     parser.add_argument("--a", nargs="+", type=Path, required=True, metavar="LOG", help="logs of method A")
     parser.add_argument("--b", nargs="+", type=Path, required=True, metavar="LOG", help="logs of method B")
     parser.add_argument("--method-a", help="the method of A, when its logs hold several")

@@ -31,9 +31,9 @@ import json
 
 from sokoban_published import RELEASE
 
-from ..layout import CONFIGURATIONS, RESULTS_FOLDER, VALIDATION_DATA
+from ..layout import CONFIGURATIONS, HUB_REPO_ID, HUB_URL, RESULTS_FOLDER, VALIDATION_DATA
 from ..protocol import DEFAULT_MAX_STEPS, PROTOCOL, VALIDATION_SIZE
-from ..records.boards import HUB_REPO_ID, RELEASE_REVISION
+from ..records.boards import RELEASE_REVISION
 
 EVAL_RESULTS_FOLDER = ".eval_results"
 FRAMEWORK = "inspect-ai"
@@ -44,7 +44,6 @@ TASK_IDS = {"rgb_array": "visual", "tiny_rgb_array": "text"}
 TURNS = {"rgb_array": "the visual turn (rgb_array: verl-agent's prompt with the 256x256 game image)",
          "tiny_rgb_array": "the text turn (tiny_rgb_array: verl-agent's prompt with the text grid and history)"}
 INSPECT_TASK = "sokoban_tools/sokoban_fairness"
-DATASET_URL = f"https://huggingface.co/datasets/{HUB_REPO_ID}"
 # The single-turn reading of a board that Inspect's eval.yaml reader can build (see the module docstring).
 FIELD_SPEC = {"id": "task_id", "input": "xsb", "target": "shortest_solution",
               "metadata": ["shortest_solution_length", "seed"]}
@@ -102,7 +101,7 @@ def eval_results(name: str, info: dict, manifest: dict, wins: int, boards: int) 
              f"  value: {wins / boards * 100!r}",
              f"  date: {_string(info['date'])}",
              "  source:",
-             f"    url: {_string(f'{DATASET_URL}/tree/main/{RESULTS_FOLDER}/{name}')}",
+             f"    url: {_string(f'{HUB_URL}/tree/main/{RESULTS_FOLDER}/{name}')}",
              f"    name: {_string(f'Verified episode log ({RESULTS_FOLDER}/{name}, release {RELEASE})')}",
              f"  notes: {_string(note)}"]
     return "\n".join(lines) + "\n"

@@ -58,6 +58,7 @@ import numpy as np
 from sokoban_published import ChecksumError
 
 from ..files import json_document, sha256_bytes, write_atomic
+from ..help_text import Parser
 from ..paths import PathError, read_bounded
 from ..protocol import STRATA
 from ..records import strict_json
@@ -503,10 +504,10 @@ def _adding(results: Path) -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools leaderboard",
-                                     description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 2)[2])
+    parser = Parser(prog="python -m sokoban_tools leaderboard",
+                    description=__doc__.split("\n\n")[0],
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                    epilog=__doc__.split("\n\n", 2)[2])
     parser.add_argument("results", nargs="?", type=Path, default=RESULTS, help="the results folder (default results/)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--evaluation", type=Path, default=None, help="a local copy of fairness/evaluation.jsonl")

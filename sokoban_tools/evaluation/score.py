@@ -26,13 +26,13 @@ writer without moves are counted as unverified.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from sokoban_published import ChecksumError
 
+from ..help_text import Parser
 from ..paths import PathError
 from ..protocol import STRATA
 from ..records.rows import DataError
@@ -151,7 +151,7 @@ def render(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools score", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="python -m sokoban_tools score", description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="episode logs (JSONL)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--verify", action="store_true",

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING
 from sokoban_published import PUBLISH_JOURNAL
 
 from ..files import json_document, sha256_bytes, sync_directory, temporary_target, write_atomic, write_temp  # noqa: F401 (json_document: for the pipeline's reports)
+from ..help_text import Parser
 from ..paths import unwritable
 from ..layout import BASELINE_ENTRIES, DATA_FOLDER, DOCS_FOLDER, EXAMPLE_EPISODES, IMAGES_FOLDER, RESULTS_DIR, ROOT
 from .release import FLAG, ReleaseError, check_rewrite
@@ -356,7 +357,7 @@ def command_line(prog: str, description: str, data_dir: Path | None = None,
     (default ``data_dir``) for commands that read and write ``fairness/``,
     ``--workers`` for commands that spread their work over processes, and
     ``--new-release`` for commands that write published data files (``data_files``)."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = Parser(prog=prog, description=description)
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--check", action="store_true",
                        help="regenerate in memory and fail, naming the first differing line, "

@@ -24,11 +24,10 @@ from pathlib import Path
 
 from sokoban_published import PUBLISHED_FILES, RELEASE
 
-from ..layout import ROOT
+from ..layout import HUB_REPO_ID, ROOT
 from .rows import BoardRow
 from .tasks import load_tasks
 
-HUB_REPO_ID = "org/sokoban-fairness"
 RELEASE_REVISION = f"v{RELEASE}"  # the Hub tag of the release this package pins
 
 

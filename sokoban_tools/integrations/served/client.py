@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
+from ...extras import install_advice
+
 IMAGE_WORDS = ("image", "multimodal", "multi-modal", "vision", "mm_")
 MAX_DELAY = 60.0  # seconds: the longest wait between two attempts
 MAX_BODY_BYTES = 16 << 20  # a chat completion of 512 tokens is a few kilobytes
@@ -115,8 +117,7 @@ def openai_module():
     try:
         import openai
     except ImportError:
-        raise ClientUnavailable("the openai package is not installed: pip install 'sokoban-fairness[evaluate]'") \
-            from None
+        raise ClientUnavailable(f"the openai package is not installed: {install_advice('evaluate')}") from None
     return openai
 
 

@@ -22,7 +22,6 @@ with what verl-agent's own code builds.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import io
@@ -43,6 +42,7 @@ from PIL import Image
 from sokoban_render import TILE_SIZE, render_rgb
 
 from ...checks import integer
+from ...help_text import Parser
 from ...rules.board import ACTION_NAMES, FLOOR, PLAYER, TARGET, WALL, Board
 from ...rules.solver import shortest_solution
 from ...runtime.projection import project_answer
@@ -392,7 +392,7 @@ def _handler(owner: LoopbackServer):
 
 def main(argv: list[str] | None = None) -> int:
     """``demo-model``: serve a policy at http://127.0.0.1:PORT/v1 until Ctrl-C or SIGTERM."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m sokoban_tools demo-model",
         description="Serve a demo model on 127.0.0.1 through an OpenAI-compatible API, to try evaluate without a "
                     "GPU. It reads the board from the image (a text turn's grid) and answers in the format "

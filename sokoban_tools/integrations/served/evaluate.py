@@ -37,6 +37,7 @@ import PIL
 
 from sokoban_published import ChecksumError
 
+from ...help_text import Parser
 from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...paths import PathError, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
@@ -62,7 +63,7 @@ COST_INTERVAL = 10.0  # seconds between writes of the costs into the manifest
 
 def parser() -> argparse.ArgumentParser:
     """The options; each help names its default, verl-agent's launcher setting where it has one."""
-    p = argparse.ArgumentParser(prog="python -m sokoban_tools evaluate", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="python -m sokoban_tools evaluate", description=__doc__.split("\n\n")[0])
     p.add_argument("--base-url", required=True, help="the server's OpenAI-compatible URL, ending in /v1")
     p.add_argument("--model", required=True, help="the model as the server names it; recorded as the weights")
     p.add_argument("--revision", default=None, help="the weights' revision (commit) or digest, recorded")

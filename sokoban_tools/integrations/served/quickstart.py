@@ -16,14 +16,14 @@ that is not a demo model's evaluation is refused, never deleted.
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 from pathlib import Path
 
+from ...help_text import Parser
 from ...paths import read_bounded, unwritable
 from ...records import strict_json
-from ...records.episodes import episode_writer
+from ...records.episodes import LogInUse, episode_writer
 from ...records.manifest import manifest_path
 from .demo_model import DEMO_MODEL, POLICIES, LoopbackServer, Script
 
@@ -61,7 +61,7 @@ def not_the_quick_starts(log: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"{PROG} quickstart", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog=f"{PROG} quickstart", description=__doc__.split("\n\n")[0])
     parser.add_argument("--policy", choices=list(POLICIES), default="random",
                         help="the demo model's policy, as demo-model --policy takes it (default: random)")
     parser.add_argument("--log", type=Path, default=DEFAULT_LOG,

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from ...files import json_document, write_atomic
+from ...help_text import Parser
 from ...protocol import VALIDATION_SIZE
 from ...records import strict_json
 from ...records.episodes import episode_writer, read_episodes
@@ -85,8 +86,8 @@ def key_override(cfg: dict, backend: str) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools vagen",
-                                     description="VAGEN's evaluator on the 256 validation boards, as an episode log")
+    parser = Parser(prog="python -m sokoban_tools vagen",
+                    description="VAGEN's evaluator on the 256 validation boards, as an episode log")
     actions = parser.add_subparsers(dest="action", required=True)
     for name, text in (("evaluate", "run VAGEN's evaluator, then log its episodes"),
                        ("log", "log the episodes of an evaluation VAGEN ran already")):

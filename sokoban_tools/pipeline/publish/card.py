@@ -26,16 +26,18 @@ from pathlib import Path
 
 from ...evaluation import compare, leaderboard, score
 from ...evaluation.compare import floor_percent
-from ...evaluation.charts import PLOT_EXTRA, interval_chart, length_histogram, line_chart
+from ...evaluation.charts import interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
 from ...evaluation.stats import success_interval
 from ...evaluation.hub_benchmark import EVAL_RESULTS_FOLDER, FRAMEWORK, TASK_IDS, eval_yaml
 from ...evaluation.baselines import POLICY_LABELS
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX, manifest_path, read_manifest
+from ...extras import install_advice
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
-                       DATA_FOLDER, EVAL_YAML, DATA_README, DOC_PAGES, EXAMPLE, EXAMPLE_EPISODES, GENERATION_AUDIT_FILE,
-                       IMAGE_TABLES, LAST_UPDATE_IMAGE, LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS,
+                       DATA_FOLDER, DATA_README, DOC_PAGES, EVAL_YAML, EXAMPLE, EXAMPLE_EPISODES,
+                       GENERATION_AUDIT_FILE, HUB_REPO_ID, HUB_URL, IMAGE_TABLES, LAST_UPDATE_IMAGE,
+                       LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS,
                        REAL_MODEL_ENTRY, REPLAY_IMAGE, RESULTS_FOLDER, RESULTS_IMAGE, ROOT, RUNTIME_EXAMPLE,
                        SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE,
                        SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME, VALIDATION_DATA, VERIFICATION_FILE, published)
@@ -56,6 +58,10 @@ from ..release import CARD_TEMPLATE, DATA_FILES, FLAG, NOT_WITH_CHECK, Release, 
 REPO = ROOT
 TEMPLATES = CARD_TEMPLATE.parent
 COMMAND = "python -m sokoban_tools card"
+# The card's test command, which .ci/run runs as written: a venv, everything the suite needs, the suite.
+INSTALL_SCRIPT = "tests/install.py"
+TEST_COMMAND = (f"python3 -m venv --upgrade-deps .venv && .venv/bin/python {INSTALL_SCRIPT} "
+                f"&& .venv/bin/python -m pytest")
 # The script-free schema of a row, as the JSON loader reads it: (column, YAML type; nested lists as sequences).
 ROW_FEATURES = tuple((name, f"dtype: {kind}" if depth == 0 else "sequence:\n      " * (depth - 1) + f"sequence: {kind}")
                      for name, kind, depth in COLUMN_TYPES)
@@ -86,6 +92,7 @@ Written whole by `python -m sokoban_tools card` from the files it has just
 checked; do not edit. Changing PUBLISHED_FILES takes a new release (see the
 Changelog section of the dataset card). IMAGE_TABLES pins the Parquet files of
 the same rows with their game images, derived from them (the card writes both).
+HUB_REPO is the dataset's repository on the Hub (sokoban_tools.layout.HUB_REPO_ID).
 """
 '''
 
@@ -95,9 +102,10 @@ def _literal(files: dict[str, dict]) -> str:
 
 
 def pins_module(release: Release, tables: dict[str, dict]) -> bytes:
-    """``sokoban_pins.py`` pinning ``release`` and the image ``tables``: a docstring and three literals."""
+    """``sokoban_pins.py`` pinning ``release`` and the image ``tables``, and naming the Hub repository:
+    a docstring and four literals."""
     return (f"{PINS_DOC}\nRELEASE = {json.dumps(release.version)}\nPUBLISHED_FILES = {_literal(release.files)}\n"
-            f"IMAGE_TABLES = {_literal(tables)}\n").encode("utf-8")
+            f"IMAGE_TABLES = {_literal(tables)}\nHUB_REPO = {json.dumps(HUB_REPO_ID)}\n").encode("utf-8")
 
 
 def release_of(repo: Path, files: dict[str, dict], new_release: bool) -> Release:
@@ -309,6 +317,10 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "verification_summary": verification_summary(_read_json(repo, published(VERIFICATION_FILE)),
                                                      _read_json(repo, published(SOURCE_POOL_VERIFICATION_FILE))),
         "card_command": COMMAND,
+        "hub_id": HUB_REPO_ID,
+        "hub_url": HUB_URL,
+        "test_command": TEST_COMMAND,
+        "install_script": INSTALL_SCRIPT,
         "example": EXAMPLE,
         "runtime_example": RUNTIME_EXAMPLE,
         "actions": ", ".join(f"{action} {name}" for action, name in ACTION_NAMES.items()),
@@ -317,7 +329,8 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "envs_per_actor": DEFAULT_ENVS_PER_ACTOR,
         "restart_timeout": f"{RESTART_TIMEOUT:g}",
         "max_environments": f"{MAX_ENVIRONMENTS:,}",
-        "plot_extra": PLOT_EXTRA,
+        "plot_extra": install_advice("plot", "`"),
+        "evaluate_extra": install_advice("evaluate", "`"),
         "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,
         **limitation_values(validation),
@@ -489,11 +502,20 @@ def hub_values() -> dict[str, object]:
 
 
 def _citation(repo: Path) -> str:
-    """The BibTeX entry of the loading script, so card and script cite alike."""
+    """The BibTeX entry of the loading script, so card and script cite alike; refused
+    unless the script's homepage and citation name the Hub repository (``HUB_REPO_ID``),
+    which the standalone script spells itself."""
     path = repo / LOADING_SCRIPT
-    citation = re.search(r'_CITATION = """(.*?)"""', _read_text(path, "restore it from git"), re.S)
+    script = _read_text(path, "restore it from git")
+    citation = re.search(r'_CITATION = """(.*?)"""', script, re.S)
     if citation is None:
         raise CardError(f'{path}: has no _CITATION = """...""" entry for the card to quote; restore it from git')
+    homepage = re.search(r'^_HOMEPAGE = "(.*)"$', script, re.M)
+    others = sorted(set(re.findall(r"[\w.-]+/sokoban-fairness\b", script.replace(HUB_REPO_ID, ""))))
+    if homepage is None or homepage.group(1) != HUB_URL or HUB_REPO_ID not in citation.group(1) or others:
+        problem = f"names {', '.join(others)}" if others else "does not name it in _HOMEPAGE and _CITATION"
+        raise CardError(f"{path}: {problem}, but the Hub dataset is {HUB_REPO_ID} (sokoban_tools.layout."
+                        f"HUB_REPO_ID); spell that one id throughout the script, its homepage {HUB_URL}")
     return citation.group(1)
 
 

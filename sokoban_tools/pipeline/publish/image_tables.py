@@ -5,8 +5,11 @@ and later, pandas, DuckDB, the Hub's file browser) sees ``room_fixed`` as nested
 numbers and no board. ``fairness/train-images.parquet`` and
 ``fairness/evaluation-images.parquet`` hold the rows of the ``fairness``
 configuration's two splits, in stored order, every column as the card's YAML
-types it, plus ``image``: the initial game image, the very PNG bytes of the
-loading script's ``with_images`` column (verl-agent's ``rgb_array`` frame).
+types it, plus ``image``: the initial game image (verl-agent's ``rgb_array``
+frame, the loading script's ``with_images`` column) as an RGB PNG. RGB, not the
+palette PNG the loading script stores (and decodes as RGB): these files are read
+by tools that decode the bytes as they are, and a palette PNG gives Pillow an
+image of mode ``P``, whose array is (96, 96) indices, not (96, 96, 3) colours.
 
 They are not a configuration of the card's YAML: ``datasets`` reads every
 configuration of a repository with the builder of the first one's files (json
@@ -27,13 +30,14 @@ from __future__ import annotations
 import io
 import json
 
-from sokoban_render import PALETTE, encode_png, render_indices
+from sokoban_render import encode_png, render_rgb
 
 from ...layout import IMAGE_TABLES
 from ...records.rows import COLUMN_TYPES, BoardRow
 
 PYARROW = "26.0.1"  # the version that writes the committed files; the test extra pins it too
 ROW_GROUP_ROWS = 1000  # readers page through row groups; 1,000 boards are about 750 kB
+PNG_LEVEL = 6  # zlib's default: an RGB frame in about 700 bytes (at level 1, about 1,200)
 
 
 def _feature(kind: str, depth: int) -> dict:
@@ -66,8 +70,8 @@ def _pyarrow():
 
 
 def image_png(stored: dict) -> bytes:
-    """The initial game image of a row as stored, as the loading script's image column encodes it."""
-    return encode_png(render_indices(stored["room_fixed"], stored["room_state"]), PALETTE)
+    """The initial game image of a row as stored, as an RGB PNG."""
+    return encode_png(render_rgb(stored["room_fixed"], stored["room_state"]), level=PNG_LEVEL)
 
 
 def parquet_bytes(rows: list[BoardRow]) -> bytes:

