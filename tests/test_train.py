@@ -1,0 +1,107 @@
+"""`python -m sokoban_tools train` end to end at CI size: train, log, score, compare, leaderboard --add;
+a run killed mid-training continues from its checkpoint to the same bytes as a run never stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+from unavailable import unavailable
+
+from sokoban_tools.records.episodes import read_episodes, side_files
+from sokoban_tools.records.manifest import manifest_path, read_manifest
+
+
+@pytest.fixture(scope="module")
+def sb3():
+    try:
+        import stable_baselines3
+    except ImportError:
+        unavailable("stable-baselines3 is not installed (pip install -e '.[train]')")
+    return stable_baselines3
+
+
+def command(*options: str) -> list[str]:
+    return [sys.executable, "-m", "sokoban_tools", "train", *options, "--quiet"]
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def test_grpo_and_gigpo_train_log_score_compare_and_enter_the_leaderboard(sb3, tmp_path):
+    from sokoban_tools.evaluation.compare import compare
+    from sokoban_tools.evaluation.leaderboard import add_entry, leaderboard
+    from sokoban_tools.evaluation.score import score
+    from sokoban_tools.integrations.gymnasium_env.schedule import ENV_STEPS_COST
+    from sokoban_tools.training.train import train
+
+    logs = {}
+    for method in ("grpo", "gigpo"):
+        logs[method] = tmp_path / f"{method}.jsonl"
+        passes = train(method, 0, logs[method], 2000, 1000, quiet=True)
+        assert [p["update"] for p in passes] == [0, 1000, 2000]
+        assert passes[-1]["env_steps"] >= 2000  # whole updates: the actual count, past the nominal
+        manifest = read_manifest(manifest_path(logs[method]))
+        assert manifest["costs"][ENV_STEPS_COST]["value"] == passes[-1]["env_steps"]
+        assert manifest["costs"]["cpu_seconds"]["value"] > 0
+        assert manifest["notes"]["learner"]["hyperparameters"]["group_size"] == 8
+        assert manifest["settings"]["image_processing.observation"] == "one_hot_grid"
+    report = score(list(logs.values()), verify=True)
+    assert [(g["method"], g["update"], g["boards"]) for g in report["groups"]] == [
+        (m, u, 256) for m in ("GRPO", "GiGPO") for u in (0, 1000, 2000)]
+    assert all(not s["missing"] and not s["unexpected"] for s in report["schedule"])
+    training = [r for r in read_episodes(logs["grpo"]) if r.phase == "training"]
+    assert len(training) >= 2 * 128 and len({r.update for r in training}) >= 2  # labelled by env steps
+    compared = compare([logs["grpo"]], [logs["gigpo"]])
+    assert [u["update"] for u in compared["updates"]] == [0, 1000, 2000]
+    results = tmp_path / "results"
+    add_entry(results, "grpo-0", logs["grpo"], "none (MLP trained from scratch)", "the test", "https://example.org",
+              "2026-12-03", run="0", update=2000)
+    board = leaderboard(results)
+    assert not board["refused"] and board["entries"][0]["replayed"] == 256
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    ends = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > ends:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def validated(log, update: int) -> bool:
+    try:
+        lines = log.read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return False
+    return sum(b'"phase":"validation"' in line and f'"update":{update},'.encode() in line for line in lines) >= 256
+
+
+def test_a_ppo_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopped(sb3, tmp_path):
+    whole, killed = tmp_path / "whole.jsonl", tmp_path / "killed.jsonl"
+    options = ("--method", "ppo", "--seed", "4", "--steps", "4096", "--eval-every", "2048")
+    uninterrupted = subprocess.Popen(command(*options, "--log", str(whole)), env=ENV, cwd=tmp_path,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    victim = subprocess.Popen(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: validated(killed, 2048) or victim.poll() is not None, 600, "the pass at 2,048 env steps")
+    os.kill(victim.pid, signal.SIGKILL)  # somewhere in training after the pass at 2,048 (or in its checkpoint)
+    victim.wait()
+    resumed = subprocess.run(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert uninterrupted.wait(timeout=600) == 0, uninterrupted.stderr.read().decode()
+    assert killed.read_bytes() == whole.read_bytes()  # no record lost or doubled, the same bytes
+    records = read_episodes(killed)
+    assert sorted({r.update for r in records if r.phase == "validation"}) == [0, 2048, 4096]
+    for _, _, reason in side_files(killed):
+        assert reason.startswith("resume-from-")  # what was set aside is kept beside the log
+    again = subprocess.run(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 0 and killed.read_bytes() == whole.read_bytes()  # a finished run stays finished
