@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sokoban_tools train", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 2)[2])
-    parser.add_argument("--method", choices=sorted(METHODS), required=True)
+    parser.add_argument("--method", choices=sorted(METHODS), required=True, help="the training method")
     parser.add_argument("--seed", type=int, required=True, help="seeds the network, the sampler and the sampling")
     parser.add_argument("--log", type=Path, required=True, help="the episode log (its manifest and checkpoint "
                                                                  "beside it)")
