@@ -105,3 +105,19 @@ def test_a_ppo_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopp
     again = subprocess.run(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path, capture_output=True,
                            text=True, timeout=600)
     assert again.returncode == 0 and killed.read_bytes() == whole.read_bytes()  # a finished run stays finished
+
+
+def test_the_cards_results_table_collapses_one_methods_seeds_into_one_row_with_median_and_range():
+    from sokoban_tools.pipeline.publish.card import results_table
+
+    def entry(name, wins, vs_best):
+        return {"entry": name, "model": "MLP", "success": wins / 256, "ci95": [0.0, 1.0], "vs_best": vs_best}
+
+    best = None
+    below = {"indistinguishable": False, "p_holm": 1e-9}
+    level = {"indistinguishable": True, "p_holm": 0.5}
+    entries = [entry("optimal", 256, best), entry("ppo-seed1", 60, level), entry("ppo-seed0", 20, below),
+               entry("ppo-seed2", 40, below), entry("random-policy", 50, below)]
+    table = results_table(entries).splitlines()
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| `optimal`", "| `ppo-seed*` (3 seeds)", "| `random-policy`"]
+    assert "median 15.6% (range 7.8%–23.4%) | 1 of 3 ≈ best |" in table[3]

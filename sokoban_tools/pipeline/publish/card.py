@@ -418,23 +418,29 @@ def results_report(repo: Path) -> dict:
     return report
 
 
-def results_values(report: dict) -> dict[str, object]:
-    """The card's compact results table and the results page's full one, from the leaderboard."""
+def results_table(entries: list[dict]) -> str:
+    """The card's compact results table: an entry a row, one method's seeds (``<name>-seed<k>``) one row
+    with the median and range of their success."""
     rows = [["Entry", "Model", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 4]
-    for name, group in seed_rows(report["entries"]):
+    for name, group in seed_rows(entries):
         if len(group) == 1:
             (r,) = group
             rows.append([f"`{r['entry']}`", r["model"], leaderboard.rate(r), leaderboard.verdict(r)])
-        else:  # one method's seeds: the median and range over them
+        else:
             rates = sorted(r["success"] for r in group)
             level = sum(r["vs_best"] is None or r["vs_best"]["indistinguishable"] for r in group)
             rows.append([f"`{name}-seed*` ({len(group)} seeds)", group[0]["model"],
                          f"median {statistics.median(rates):.1%} (range {rates[0]:.1%}–{rates[-1]:.1%})",
                          f"{level} of {len(group)} ≈ best" if level else "below best"])
+    return _table(rows)
+
+
+def results_values(report: dict) -> dict[str, object]:
+    """The card's compact results table and the results page's full one, from the leaderboard."""
     keys = report["settings_differ"]
     differ = f"{len(keys)} of {len(SETTINGS)} ([each entry's values](docs/results.md#the-table))" if keys else "none"
     return {
-        "results_table": _table(rows),
+        "results_table": results_table(report["entries"]),
         "results_settings_differ": differ,
         "results_leaderboard": leaderboard.render(report),
         "results_entries": len(report["entries"]),

@@ -97,7 +97,7 @@ def training_values(report: dict | None, table) -> dict[str, object]:
     """The docs page's figures (``table`` is the card's Markdown table maker)."""
     if report is None:
         return {"training_runs_table": "No training run is committed yet.", "training_comparisons": "",
-                "training_hyperparameters": "", "training_budget": "—", "training_cpu": "—"}
+                "training_hyperparameters": "", "training_budget": "—", "training_cpu": "—", "training_card_chart": ""}
     points = sorted({u for r in report["runs"] for u in r["points"]})
     rows = [["Method", "Seed", "Env steps trained", "CPU-s", *[f"{u:,}" for u in points]], ["---"] * (4 + len(points))]
     for r in report["runs"]:
@@ -121,7 +121,8 @@ def training_values(report: dict | None, table) -> dict[str, object]:
     cpu = [r["cpu_seconds"] for r in report["runs"] if r["cpu_seconds"] is not None]
     return {"training_runs_table": table(rows), "training_comparisons": "\n\n".join(comparisons),
             "training_hyperparameters": table(hyper), "training_budget": ", ".join(f"{b:,}" for b in budgets),
-            "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—"}
+            "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—",
+            "training_card_chart": "![Training curves: median over seeds, range band](images/training-curves.png)"}
 
 
 def _logs(report: dict, method: str) -> list[Path]:
