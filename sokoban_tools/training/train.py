@@ -226,7 +226,8 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
     try:
         if state is not None:
             kept = iter(range(state["records"]))
-            moved = writer.set_aside(f"resume-from-{_steps_of(state)}", keep=lambda record: next(kept, None) is not None)
+            moved = writer.set_aside(f"resume-from-{_steps_of(state)}",
+                                     keep=lambda record: next(kept, None) is not None)  # the first records
             if moved is not None:
                 print(moved.notice(log), file=sys.stderr)
             run.load_state_dict(state)

@@ -85,7 +85,7 @@ ENV_ID = "SokobanFairness-v1"
 SPLITS = {"train": TRAIN_DATA, "validation": VALIDATION_DATA}
 IMAGE_SHAPE = (DIM_ROOM[0] * 16, DIM_ROOM[1] * 16, 3)
 ACTIONS_NOTE = f"Discrete({len(ALL_ACTIONS)}): {ACTION_CHOICES} (0 spends a turn and moves nothing)"
-OBSERVATIONS = {"rgb": "rgb_array", "grid": "one_hot_grid"}  # observation= : the manifest's image_processing.observation
+OBSERVATIONS = {"rgb": "rgb_array", "grid": "one_hot_grid"}  # observation=: image_processing.observation
 GRID_CLASSES = ("wall", "floor", "target", "box on target", "box", "player", "player on target")  # the state codes 0-6
 GRID_SHAPE = (len(GRID_CLASSES), *DIM_ROOM)
 _ONE_HOT = np.eye(len(GRID_CLASSES), dtype=np.uint8)

@@ -56,7 +56,8 @@ def training_report(repo: Path) -> dict | None:
     for a, b in PAIRS:
         if a in logs and b in logs:
             differ = {d["key"] for d in _differences(logs[a], logs[b])}
-            report = compare.compare(logs[a], logs[b], validation=validation, allowed=differ)
+            last = max(u for (m, _, u) in success if m == METHODS[a])
+            report = compare.compare(logs[a], logs[b], validation=validation, allowed=differ, updates=[last])
             comparisons.append({"a": a, "b": b, "report": report, "allowed": sorted(differ)})
     return {"runs": runs, "comparisons": comparisons, "methods": list(logs)}
 
@@ -64,7 +65,8 @@ def training_report(repo: Path) -> dict | None:
 def _differences(a: list[Path], b: list[Path]) -> list[dict]:
     from ...records.manifest import setting_differences
 
-    return setting_differences([read_manifest(manifest_path(p)) for p in a], [read_manifest(manifest_path(p)) for p in b])
+    return setting_differences([read_manifest(manifest_path(p)) for p in a],
+                               [read_manifest(manifest_path(p)) for p in b])
 
 
 def _percent(wins_boards: tuple[int, int]) -> str:
@@ -80,8 +82,8 @@ def curves(report: dict) -> dict[str, list[tuple[float, float, float, float]]]:
         shared = sorted(set.intersection(*(set(r["points"]) for r in runs)))
         rates = {u: [r["success"][r["points"].index(u)][0] / r["success"][r["points"].index(u)][1] for r in runs]
                  for u in shared}
-        series[f"{METHODS[method]} ({len(runs)} seeds)"] = [(u, median(rates[u]), min(rates[u]), max(rates[u]))
-                                                            for u in shared]
+        name = f"{METHODS[method]} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
+        series[name] = [(u, median(rates[u]), min(rates[u]), max(rates[u])) for u in shared]
     return series
 
 
@@ -97,21 +99,26 @@ def training_values(report: dict | None, table) -> dict[str, object]:
     """The docs page's figures (``table`` is the card's Markdown table maker)."""
     if report is None:
         return {"training_runs_table": "No training run is committed yet.", "training_comparisons": "",
-                "training_hyperparameters": "", "training_budget": "—", "training_cpu": "—", "training_card_chart": ""}
+                "training_hyperparameters": "", "training_budget": "—", "training_cpu": "—",
+                "training_card_chart": ""}
     points = sorted({u for r in report["runs"] for u in r["points"]})
-    rows = [["Method", "Seed", "Env steps trained", "CPU-s", *[f"{u:,}" for u in points]], ["---"] * (4 + len(points))]
+    rows = [["Method", "Seed", "Env steps trained", "CPU-s", "Steps/CPU-s", *[f"{u:,}" for u in points]],
+            ["---"] * (5 + len(points))]
     for r in report["runs"]:
         cells = {u: _percent(s) for u, s in zip(r["points"], r["success"])}
         rows.append([METHODS[r["method"]], r["seed"], f"{r['env_steps']:,}" if r["env_steps"] is not None else "—",
                      f"{r['cpu_seconds']:,.0f}" if r["cpu_seconds"] is not None else "—",
+                     f"{r['env_steps'] / r['cpu_seconds']:,.0f}" if r["env_steps"] and r["cpu_seconds"] else "—",
                      *[cells.get(u, "—") for u in points]])
     comparisons = []
     for c in report["comparisons"]:
         allowed = ", ".join(f"`{k}`" for k in c["allowed"]) or "none"
         comparisons.append(f"### {METHODS[c['a']]} vs {METHODS[c['b']]}\n\n"
                            f"`python -m sokoban_tools compare --a {' '.join(_rel(r) for r in _logs(report, c['a']))} "
-                           f"--b {' '.join(_rel(r) for r in _logs(report, c['b']))} --allow-difference "
-                           f"{' '.join(c['allowed'])}` (settings the methods own: {allowed}):\n\n"
+                           f"--b {' '.join(_rel(r) for r in _logs(report, c['b']))} --updates "
+                           f"{c['report']['updates'][0]['update']}"
+                           + (f" --allow-difference {' '.join(c['allowed'])}" if c["allowed"] else "")
+                           + f"` (settings the methods own: {allowed}):\n\n"
                            f"```text\n{compare.render(c['report'])}\n```")
     notes = {m: hyperparameters(m)["hyperparameters"] for m in report["methods"]}
     keys = list(dict.fromkeys(k for values in notes.values() for k in values))
