@@ -41,7 +41,7 @@ from ..records.manifest import add_costs, manifest_path, read_manifest
 from ..records.rows import DataError
 
 METHODS = {"ppo": "PPO", "grpo": "GRPO", "gigpo": "GiGPO"}
-DEFAULT_STEPS = 500_000
+DEFAULT_STEPS = 50_000  # the committed runs' budget: `train --method ppo --seed 0` plays ppo-0 again
 VALIDATION_ENVS = 16
 NETWORK = [256, 256]
 SHARED = {"learning_rate": 3e-4, "n_epochs": 10, "batch_size": 64, "clip_range": 0.2, "max_grad_norm": 0.5,
