@@ -19,7 +19,7 @@ from ...evaluation.charts import line_chart
 from ...integrations.gymnasium_env.schedule import ENV_STEPS_COST
 from ...layout import TRAINING_METHODS, TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
 from ...records.manifest import manifest_path, read_manifest
-from ...training.train import METHODS, hyperparameters
+from ...training.train import METHODS
 
 PAIRS = (("ppo", "grpo"), ("grpo", "gigpo"), ("ppo", "gigpo"))
 SEED_ENTRY = re.compile(r"(?P<prefix>.+)-seed(?P<seed>\d+)")  # results/<method>-seed<k>: one entry per seed
@@ -120,7 +120,8 @@ def training_values(report: dict | None, table) -> dict[str, object]:
                            + (f" --allow-difference {' '.join(c['allowed'])}" if c["allowed"] else "")
                            + f"` (settings the methods own: {allowed}):\n\n"
                            f"```text\n{compare.render(c['report'])}\n```")
-    notes = {m: hyperparameters(m)["hyperparameters"] for m in report["methods"]}
+    notes = {m: read_manifest(manifest_path(_logs(report, m)[0]))["notes"]["learner"]["hyperparameters"]
+             for m in report["methods"]}  # as the runs recorded them
     keys = list(dict.fromkeys(k for values in notes.values() for k in values))
     hyper = [["Hyperparameter", *[METHODS[m] for m in notes]], ["---"] * (1 + len(notes))]
     hyper += [[f"`{k}`", *[str(notes[m].get(k, "—")) for m in notes]] for k in keys]
