@@ -543,7 +543,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     try:  # the reports' entries, read where each figure is made
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
                   **example_values(example), **results_values(results), **real_model_values(repo),
-                  **fair_comparison_values(), **training_values(training, _table)}
+                  **fair_comparison_values(), **training_values(training, _table, baselines)}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()

@@ -87,6 +87,16 @@ def curves(report: dict) -> dict[str, list[tuple[float, float, float, float]]]:
     return series
 
 
+def standing(report: dict, baselines: dict) -> str:
+    """One sentence: each method's median at its last pass, against the exact random floor."""
+    floor = baselines["splits"]["validation"]["overall"]["moves_1_4"]["success"]["float"]
+    last = sorted(((name, points[-1][1]) for name, points in curves(report).items()), key=lambda item: -item[1])
+    side = ("all below" if all(v < floor for _, v in last) else
+            "all above" if all(v > floor for _, v in last) else "against")
+    return (f"At the last pass the medians over seeds are {', '.join(f'{n} {v:.1%}' for n, v in last)}: {side} the "
+            f"{floor:.1%} that a policy drawing moves 1–4 uniformly at random reaches (the exact floor).")
+
+
 def training_picture(report: dict, baselines: dict) -> bytes:
     overall = baselines["splits"]["validation"]["overall"]
     return line_chart(curves(report), x_label="training env steps", y_label="success on the validation boards",
@@ -95,10 +105,11 @@ def training_picture(report: dict, baselines: dict) -> bytes:
                                   "optimal (ceiling)": 1.0})
 
 
-def training_values(report: dict | None, table) -> dict[str, object]:
+def training_values(report: dict | None, table, baselines: dict) -> dict[str, object]:
     """The docs page's figures (``table`` is the card's Markdown table maker)."""
     if report is None:
         return {"training_runs_table": "No training run is committed yet.", "training_comparisons": "",
+                "training_standing": "",
                 "training_hyperparameters": "", "training_budget": "—", "training_cpu": "—",
                 "training_card_chart": ""}
     points = sorted({u for r in report["runs"] for u in r["points"]})
@@ -128,6 +139,7 @@ def training_values(report: dict | None, table) -> dict[str, object]:
     budgets = sorted({r["budget"] for r in report["runs"]})
     cpu = [r["cpu_seconds"] for r in report["runs"] if r["cpu_seconds"] is not None]
     return {"training_runs_table": table(rows), "training_comparisons": "\n\n".join(comparisons),
+            "training_standing": standing(report, baselines),
             "training_hyperparameters": table(hyper), "training_budget": ", ".join(f"{b:,}" for b in budgets),
             "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—",
             "training_card_chart": "![Training curves: median over seeds, range band](images/training-curves.png)"}
