@@ -75,12 +75,12 @@ def wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def validated(log, update: int) -> bool:
+def training_started(log) -> bool:
+    """A training row is in the log: the run is past its first checkpoint."""
     try:
-        lines = log.read_bytes().split(b"\n")
+        return b'"phase":"training"' in log.read_bytes()
     except FileNotFoundError:
         return False
-    return sum(b'"phase":"validation"' in line and f'"update":{update},'.encode() in line for line in lines) >= 256
 
 
 def test_a_ppo_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopped(sb3, tmp_path):
@@ -90,9 +90,14 @@ def test_a_ppo_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopp
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     victim = subprocess.Popen(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: validated(killed, 2048) or victim.poll() is not None, 600, "the pass at 2,048 env steps")
-    os.kill(victim.pid, signal.SIGKILL)  # somewhere in training after the pass at 2,048 (or in its checkpoint)
+    checkpoint = killed.with_name(killed.name + ".checkpoint")
+    wait_for(lambda: training_started(killed) or victim.poll() is not None, 600, "training to start")
+    seen = checkpoint.stat().st_mtime_ns  # the checkpoint after the pass before training
+    wait_for(lambda: checkpoint.stat().st_mtime_ns != seen or victim.poll() is not None, 600,
+             "the checkpoint after the pass at 2,048")
+    os.kill(victim.pid, signal.SIGKILL)  # in training after the checkpoint at 2,048: its episodes under way
     victim.wait()
+    assert victim.returncode == -signal.SIGKILL  # killed, not finished
     resumed = subprocess.run(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path, capture_output=True,
                              text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
@@ -100,8 +105,7 @@ def test_a_ppo_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopp
     assert killed.read_bytes() == whole.read_bytes()  # no record lost or doubled, the same bytes
     records = read_episodes(killed)
     assert sorted({r.update for r in records if r.phase == "validation"}) == [0, 2048, 4096]
-    for _, _, reason in side_files(killed):
-        assert reason.startswith("resume-from-")  # what was set aside is kept beside the log
+    assert [reason for _, _, reason in side_files(killed)] == ["resume-from-2048"]  # kept beside the log
     again = subprocess.run(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path, capture_output=True,
                            text=True, timeout=600)
     assert again.returncode == 0 and killed.read_bytes() == whole.read_bytes()  # a finished run stays finished

@@ -3,8 +3,8 @@
 The learner trains in segments (``learn(..., reset_num_timesteps=False)``, which never
 resets the environments), labels each rollout's episodes with the env steps done when the
 rollout began, and keeps in :meth:`PPOLearner.state_dict` everything a resumed run needs to
-continue exactly: the policy and optimiser, the step count, the last observations and the
-environments' own states (the episodes under way, replayed on restore).
+continue exactly: the policy and optimiser, the step count, the last observations, the
+environments' own states (the episodes under way, replayed on restore) and their ``Monitor``'s.
 """
 
 from __future__ import annotations
@@ -63,13 +63,15 @@ class PPOLearner:
                 "last_obs": None if model._last_obs is None else np.array(model._last_obs),
                 "last_episode_starts": None if model._last_episode_starts is None else
                 np.array(model._last_episode_starts),
-                "envs": [env.unwrapped.state_dict() for env in self.envs.envs]}
+                "envs": [env.unwrapped.state_dict() for env in self.envs.envs],
+                "monitors": [{"rewards": list(env.rewards), "needs_reset": env.needs_reset} for env in self.envs.envs]}
 
     def load_state_dict(self, state: dict) -> None:
         model = self.model
         model.policy.load_state_dict(state["policy"])
         model.policy.optimizer.load_state_dict(state["optimizer"])
         model.num_timesteps, model._n_updates = state["num_timesteps"], state["n_updates"]
-        for env, saved in zip(self.envs.envs, state["envs"]):
+        for env, saved, monitor in zip(self.envs.envs, state["envs"], state["monitors"]):
             env.unwrapped.load_state_dict(saved)
+            env.rewards, env.needs_reset = list(monitor["rewards"]), monitor["needs_reset"]  # its episode under way
         model._last_obs, model._last_episode_starts = state["last_obs"], state["last_episode_starts"]
