@@ -3,7 +3,10 @@
 :class:`SokobanFairnessEnv` plays :class:`sokoban_tools.runtime.env.FairSokobanEnv`, the
 runtime environment with verl-agent's rules and rewards, behind Gymnasium's API:
 
-* observations: the 96x96 RGB game image, ``Box(0, 255, (96, 96, 3), uint8)``;
+* observations: the 96x96 RGB game image, ``Box(0, 255, (96, 96, 3), uint8)`` (the default),
+  or with ``observation="grid"`` the cells' classes as a one-hot ``Box(0, 1, (7, 6, 6), uint8)``
+  (:data:`GRID_CLASSES`: wall, floor, target, box on target, box, player, player on target):
+  what the image shows and nothing more, for a small learner that need not decode 16x16 tiles;
 * actions: ``Discrete(5)`` numbered as verl-agent numbers them: 0 no-op (verl-agent's
   "no valid answer": nothing moves, the turn is spent, -0.1), 1 up, 2 down, 3 left, 4 right;
 * an episode ends ``terminated`` when the box is on its target, ``truncated`` after
@@ -36,13 +39,26 @@ plays positions ``i, i + n, ...`` of each draw of a sampler seeded ``s`` when th
 reset with seed ``s`` (Gymnasium gives environment ``i`` the seed ``s + i``), so the vector
 plays each draw's boards once, between them.
 
+The learner's progress, ``update`` (its update, or its env steps with an env-step
+:class:`~.schedule.StepSchedule`), reaches the environment through any wrapper or vector:
+``reset(options={"update": n})``, or :meth:`SokobanFairnessEnv.set_update` (what
+stable-baselines3's ``env_method("set_update", n)`` and Gymnasium's ``call`` reach), or the
+``update`` argument; it takes effect at the next ``reset()``.
+
 With ``episode_log``, every finished episode is appended to it as an
-:class:`sokoban_tools.records.episodes.EpisodeRecord` (training rows labelled with the
-sampler's draw as their update, validation rows with ``update``, which a learner sets,
-``env.unwrapped.update = n``, before each validation pass), and the run manifest is
-written beside it, the learner's own settings (``settings``, keys of
+:class:`sokoban_tools.records.episodes.EpisodeRecord`, labelled with that ``update`` (a
+training row of a learner that never gives one is labelled with the sampler's draw), and
+the run manifest is written beside it, the learner's own settings (``settings``, keys of
 :data:`sokoban_tools.records.manifest.SETTINGS`) added to the environment's (``trained=False``
 for a policy that never learnt on the training boards).
+
+Validation passes: a pass starts at the first ``reset()``, at ``reset(seed=...)`` and at the
+first ``reset()`` after a new ``update``; environment ``i`` of ``n`` logs its share of the
+pass (boards ``i, i + n, ...``) and then, as a vector plays on, plays the pass's boards
+again without logging them (``info["logged"]`` is false; such an episode may be cut by the
+next pass's reset). A pass started under an ``update`` this environment already logged is
+refused, never dropped. In training a ``reset()`` before an episode's end (a second
+``model.learn()``) abandons the episode unlogged and counts it in :attr:`cut_episodes`.
 """
 
 from __future__ import annotations
@@ -63,11 +79,21 @@ from ...records.manifest import SETTING, environment_settings, new_manifest, wri
 from ...records.rows import BoardRow
 from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
 from ...runtime.sampler import TrainingSampler
+from .schedule import StepSchedule
 
 ENV_ID = "SokobanFairness-v1"
 SPLITS = {"train": TRAIN_DATA, "validation": VALIDATION_DATA}
 IMAGE_SHAPE = (DIM_ROOM[0] * 16, DIM_ROOM[1] * 16, 3)
 ACTIONS_NOTE = f"Discrete({len(ALL_ACTIONS)}): {ACTION_CHOICES} (0 spends a turn and moves nothing)"
+OBSERVATIONS = {"rgb": "rgb_array", "grid": "one_hot_grid"}  # observation=: image_processing.observation
+GRID_CLASSES = ("wall", "floor", "target", "box on target", "box", "player", "player on target")  # the state codes 0-6
+GRID_SHAPE = (len(GRID_CLASSES), *DIM_ROOM)
+_ONE_HOT = np.eye(len(GRID_CLASSES), dtype=np.uint8)
+
+
+def one_hot_grid(state: np.ndarray) -> np.ndarray:
+    """The ``state`` render's (H, W) cell codes as a one-hot (C, H, W) uint8 array."""
+    return np.ascontiguousarray(_ONE_HOT[state].transpose(2, 0, 1))
 
 
 @lru_cache(maxsize=4)
@@ -87,13 +113,19 @@ class SokobanFairnessEnv(gymnasium.Env):
                  batch_size: int | None = None, shard_index: int = 0, shard_count: int = 1,
                  dataset_dir: str | Path | None = None, hub_revision: str | None = None,
                  episode_log: str | Path | None = None, method: str = "gymnasium", run: str = "0",
-                 update: int = 0, settings: dict | None = None, trained: bool = True):
+                 update: int | None = None, settings: dict | None = None, trained: bool = True,
+                 observation: str = "rgb", rollout_n: int = 1, schedule: StepSchedule | None = None,
+                 notes: dict | None = None):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {', '.join(self.metadata['render_modes'])} or None, "
                              f"got {render_mode!r}")
-        self.split, self.render_mode = split, render_mode
+        if observation not in OBSERVATIONS:
+            raise ValueError(f"observation must be one of {', '.join(OBSERVATIONS)}, got {observation!r}")
+        if schedule is not None and not isinstance(schedule, StepSchedule):
+            raise TypeError(f"schedule must be a StepSchedule, got {type(schedule).__name__}")
+        self.split, self.render_mode, self.observation, self.schedule = split, render_mode, observation, schedule
         self.max_steps = integer("max_steps", max_steps, 1)
         self.shard_count = integer("shard_count", shard_count, 1)
         self.shard_index = integer("shard_index", shard_index, 0)
@@ -103,20 +135,34 @@ class SokobanFairnessEnv(gymnasium.Env):
         problem = _shard_problem(split, len(self.rows), self.shard_count)
         if problem:
             raise ValueError(problem)
-        self.batch_size = len(self.rows) if batch_size is None else integer("batch_size", batch_size, self.shard_count)
-        self.update = integer("update", update, 0)
+        self.rollout_n = integer("rollout_n", rollout_n, 1)
+        self.batch_size = len(self.rows) if batch_size is None else integer("batch_size", batch_size, 1)
+        if self.batch_size * self.rollout_n < self.shard_count:
+            raise ValueError(f"a draw of batch_size={self.batch_size} boards x rollout_n={self.rollout_n} copies "
+                             f"leaves environments of the {self.shard_count} shards without a board; draw at "
+                             f"least {self.shard_count} episodes")
+        self._update = 0 if update is None else integer("update", update, 0)
+        self._progress_given = update is not None  # else training rows keep the sampler's draw
+        self._pending: int | None = None  # an update given for the next reset
         self.method, self.run = str(method), str(run)
-        self.observation_space = spaces.Box(0, 255, IMAGE_SHAPE, np.uint8)
+        self.learner_notes = notes
+        self.observation_space = (spaces.Box(0, 255, IMAGE_SHAPE, np.uint8) if observation == "rgb"
+                                  else spaces.Box(0, 1, GRID_SHAPE, np.uint8))
         self.action_space = spaces.Discrete(len(ALL_ACTIONS))
         self._game = FairSokobanEnv("rgb_array", self.max_steps)
         self._sampler: TrainingSampler | None = None
         self._queue: list[int] = []
         self._draw = 0
         self._next = self.shard_index  # the next validation board
+        self._pass_boards: set[int] = set()  # the boards the current validation pass has started
+        self._passes: set[int] = set()  # the updates of the validation passes this environment logged
+        self._in_pass = False  # the current episode is one of this environment's share of a pass
+        self._passes_begun = False
+        self._position = 0  # the current episode's board, a position in rows
         self._row: BoardRow | None = None
         self._over = True
         self._turns = 0
-        self._logged: set[tuple[int, str]] = set()  # (update, board) of the validation records written
+        self.cut_episodes = 0  # training episodes abandoned unlogged by a reset before their end
         self.episode_log = None if episode_log is None else Path(episode_log)
         self._writer = None
         if self.episode_log is not None:
@@ -141,12 +187,36 @@ class SokobanFairnessEnv(gymnasium.Env):
         return new_manifest(self.method, values, self.manifest_notes(), trained=trained)
 
     def played_settings(self) -> dict:
-        """The settings the environment itself plays (observation, history, horizon, rewards)."""
-        return {**environment_settings(), "image_processing.observation": "rgb_array",
-                "image_processing.history_length": 0, "action_horizon": self.max_steps}
+        """The settings the environment itself plays (observation, history, horizon, rewards,
+        and the schedule it was given)."""
+        return {**environment_settings(), "image_processing.observation": OBSERVATIONS[self.observation],
+                "image_processing.history_length": 0, "action_horizon": self.max_steps,
+                **(self.schedule.settings() if self.schedule is not None else {})}
 
     def manifest_notes(self) -> dict:
-        return {"trainer": "gymnasium", "env_id": ENV_ID, "actions": ACTIONS_NOTE}
+        notes = {"trainer": "gymnasium", "env_id": ENV_ID, "actions": ACTIONS_NOTE}
+        if self.observation == "grid":
+            notes["observation"] = f"one-hot {GRID_SHAPE}: {', '.join(GRID_CLASSES)}"
+        if self.schedule is not None:
+            notes["schedule"] = self.schedule.note()
+        if self.learner_notes:
+            notes["learner"] = self.learner_notes
+        return notes
+
+    @property
+    def update(self) -> int:
+        """The learner's progress that labels the records (see the module docstring)."""
+        return self._update if self._pending is None else self._pending
+
+    @update.setter
+    def update(self, value: int) -> None:
+        self.set_update(value)
+
+    def set_update(self, update: int) -> None:
+        """Label the episodes from the next ``reset()`` on with ``update`` (the learner's update,
+        or env steps under an env-step schedule); a method, so stable-baselines3's
+        ``env_method("set_update", n)`` reaches it through wrappers and vectors."""
+        self._pending = integer("update", update, 0)
 
     @property
     def board(self):
@@ -161,19 +231,101 @@ class SokobanFairnessEnv(gymnasium.Env):
         return self._row
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if self._writer is not None and not self._over and self._turns:
+        options = dict(options or {})
+        if "update" in options:
+            self.set_update(options.pop("update"))
+        if options:
+            raise ValueError(f"reset options: unknown keys {sorted(options)}; the one option is 'update'")
+        validation = self.split == "validation"
+        relabelled = self._pending is not None  # a label given: a new pass
+        unfinished = not self._over and self._row is not None
+        if unfinished and not validation:
+            if self._turns:
+                self.cut_episodes += 1  # a training episode a learner abandoned: not finished, so not a record
+        elif unfinished and self._writer is not None and self._in_pass and self._turns:
             raise RuntimeError(
                 f"the episode on board {self._row.task_id} was cut at turn {self._turns} of its {self.max_steps}, "
                 f"before it ended, so it cannot be logged to {self.episode_log}: a TimeLimit wrapper "
                 f"(gymnasium.make(..., max_episode_steps={self._turns}) below the horizon) or a reset() before "
                 f"the end; leave max_episode_steps out (the environment truncates at max_steps itself) or set "
                 f"max_steps={self._turns}")
+        elif unfinished and self._writer is not None and not self._in_pass and seed is None and not relabelled:
+            raise RuntimeError(
+                f"environment {self.shard_index} has played its boards of the validation pass at update "
+                f"{self._update} and was playing on, as a vector does: this reset() starts another pass, "
+                f"which would be logged under the same update and so dropped; label it first: "
+                f"reset(options={{'update': n}}) or env_method('set_update', n) (stable-baselines3's set_attr "
+                f"sets a wrapper's attribute, which the environment never sees)")
+        if validation and unfinished and self._in_pass and not self._turns and seed is None and not relabelled:
+            self._pass_boards.discard(self._position)  # reset again before a move: the same board, still to play
+            self._next = self._position
+        if self._pending is not None:
+            self._update, self._pending, self._progress_given = self._pending, None, True
+        if validation and (relabelled or not self._passes_begun):
+            self._begin_pass()
         super().reset(seed=seed)
-        position = self._next_training_board(seed) if self.split == "train" else self._next_validation_board(seed)
+        position = self._next_training_board(seed) if not validation else self._next_validation_board(seed)
+        if validation:
+            self._in_pass = position not in self._pass_boards  # a board again: the vector playing on
+            self._pass_boards.add(position)
+        self._position = position
         self._row = self.rows[position]
         self._game.start(self._row)
         self._turns, self._over = 0, False
-        return self._game.render(), {"task_id": self._row.task_id, "board": position}
+        info = {"task_id": self._row.task_id, "board": position}
+        if validation:
+            info["logged"] = self._in_pass and self._writer is not None
+        return self._observe(), info
+
+    def _begin_pass(self) -> None:
+        """Start a validation pass under :attr:`update` from this shard's first board; one under an
+        update already logged is refused (a lost label would otherwise drop a pass unseen)."""
+        if self._writer is not None and self._update in self._passes:
+            raise RuntimeError(
+                f"a validation pass at update {self._update} is already in {self.episode_log} (environment "
+                f"{self.shard_index}); label each pass with its own update before its first reset: "
+                f"reset(options={{'update': n}}) or env_method('set_update', n) (stable-baselines3's set_attr "
+                f"sets a wrapper's attribute, which the environment never sees)")
+        self._passes_begun = True
+        self._next, self._pass_boards = self.shard_index, set()
+
+    def _observe(self) -> np.ndarray:
+        if self.observation == "rgb":
+            return self._game.render()
+        return one_hot_grid(self._game.render("state"))
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps to continue this environment exactly (its sampler, its place in
+        the draws or the pass, and the moves of the episode under way, replayed on restore)."""
+        return {"sampler": None if self._sampler is None else self._sampler.state_dict(), "queue": list(self._queue),
+                "draw": self._draw, "next": self._next, "pass_boards": sorted(self._pass_boards),
+                "passes": sorted(self._passes),
+                "passes_begun": self._passes_begun, "in_pass": self._in_pass, "update": self._update,
+                "pending": self._pending, "progress_given": self._progress_given, "cut_episodes": self.cut_episodes,
+                "row": None if self._row is None else self._position, "over": self._over,
+                "moves": list(self._game.tally.played) if self._row is not None else [],
+                "np_random": self.np_random.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> np.ndarray | None:
+        """Continue from :meth:`state_dict`; returns the observation of the episode under way."""
+        ids = [row.task_id for row in self.rows]
+        self._sampler = None if state["sampler"] is None else TrainingSampler.from_state_dict(ids, state["sampler"])
+        self._queue, self._draw, self._next = list(state["queue"]), state["draw"], state["next"]
+        self._pass_boards = set(state["pass_boards"])
+        self._passes, self._passes_begun, self._in_pass = set(state["passes"]), state["passes_begun"], state["in_pass"]
+        self._update, self._pending, self._progress_given = state["update"], state["pending"], state["progress_given"]
+        self.cut_episodes, self._over = state["cut_episodes"], state["over"]
+        self.np_random.bit_generator.state = state["np_random"]
+        if state["row"] is None:
+            return None
+        self._position = state["row"]
+        self._row = self.rows[self._position]
+        self._game.start(self._row)
+        self._turns = 0
+        for action in state["moves"]:
+            self._game.play(action)
+            self._turns += 1
+        return self._observe()
 
     def _next_training_board(self, seed: int | None) -> int:
         if seed is not None or self._sampler is None:
@@ -185,7 +337,7 @@ class SokobanFairnessEnv(gymnasium.Env):
             else:
                 base = seed - self.shard_index
             ids = [row.task_id for row in self.rows]
-            self._sampler, self._queue = TrainingSampler(ids, self.batch_size, 1, base), []
+            self._sampler, self._queue = TrainingSampler(ids, self.batch_size, self.rollout_n, base), []
         if not self._queue:
             batch = self._sampler.next_batch()
             self._draw = batch.update
@@ -193,8 +345,10 @@ class SokobanFairnessEnv(gymnasium.Env):
         return self._queue.pop(0)
 
     def _next_validation_board(self, seed: int | None) -> int:
-        if seed is not None or self._next >= len(self.rows):
-            self._next = self.shard_index
+        if seed is not None:
+            self._begin_pass()
+        elif self._next >= len(self.rows):
+            self._next = self.shard_index  # past its share: the pass's boards again, unlogged
         position = self._next
         self._next += self.shard_count
         return position
@@ -211,20 +365,20 @@ class SokobanFairnessEnv(gymnasium.Env):
         if terminated or truncated:
             self._over = True
             self._record()
-        return (self._game.render(), float(reward), terminated, truncated,
+        return (self._observe(), float(reward), terminated, truncated,
                 {"task_id": self._row.task_id, "won": info["won"], "action_is_effective": info["action_is_effective"]})
 
     def _record(self) -> None:
         if self._writer is None:
             return
         validation = self.split == "validation"
-        if validation:  # a vector plays on past its share of a pass; each board is logged once per update
-            if (self.update, self._row.task_id) in self._logged:
+        if validation:  # a vector plays on past its share of a pass: those episodes are not the pass's
+            if not self._in_pass:
                 return
-            self._logged.add((self.update, self._row.task_id))
+            self._passes.add(self._update)
+        label = self._update if validation or self._progress_given else self._draw
         record = self._game.tally.record(self.method, self.run, "validation" if validation else "training",
-                                         self.update if validation else self._draw, self._row.task_id,
-                                         self.sha256 if validation else None)
+                                         label, self._row.task_id, self.sha256 if validation else None)
         self._writer.append([record])  # as every writer records it: the tally's return, unrounded
 
     def close(self):

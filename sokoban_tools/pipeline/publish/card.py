@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import sys
 from collections import Counter
 from pathlib import Path
@@ -40,7 +41,8 @@ from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD,
                        LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS,
                        REAL_MODEL_ENTRY, REPLAY_IMAGE, RESULTS_FOLDER, RESULTS_IMAGE, ROOT, RUNTIME_EXAMPLE,
                        SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE,
-                       SUMMARY_FILE, TRAIN_DATA, TRAINING_POOL_NAME, VALIDATION_DATA, VERIFICATION_FILE, published)
+                       SUMMARY_FILE, TRAIN_DATA, TRAINING_IMAGE, TRAINING_POOL_NAME, VALIDATION_DATA,
+                       VERIFICATION_FILE, published)
 from ...records.episodes import MOVE_LETTERS, read_episodes
 from ...records.rows import COLUMN_TYPES, BoardRow, DataError, read_board_file, read_regular_file
 from ...rules.board import ACTION_NAMES, from_lurd
@@ -53,6 +55,7 @@ from ..artifacts import command_line, run_command
 from ..baselines import HORIZON, POLICIES
 from ..example_policies import log_path
 from .image_tables import ImageTablesUnavailable, image_tables
+from .training_report import run_logs, seed_rows, training_picture, training_report, training_values
 from ..release import CARD_TEMPLATE, DATA_FILES, FLAG, NOT_WITH_CHECK, Release, changelog_of, pinned_of, release_to_pin
 
 REPO = ROOT
@@ -429,16 +432,31 @@ def results_report(repo: Path) -> dict:
     return report
 
 
+def results_table(entries: list[dict]) -> str:
+    """The card's narrow results table: an entry a row, one method's seeds (``<name>-seed<k>``) one row
+    with the median and range of their success; each entry's model is the results page's."""
+    rows = [["Entry", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 3]
+    for name, group in seed_rows(entries):
+        if len(group) == 1:
+            (r,) = group
+            rows.append([f"`{r['entry']}`", leaderboard.rate(r), leaderboard.verdict(r)])
+        else:
+            rates = sorted(r["success"] for r in group)
+            level = sum(r["vs_best"] is None or r["vs_best"]["indistinguishable"] for r in group)
+            rows.append([f"`{name}-seed*` ({len(group)} seeds)",
+                         f"median {statistics.median(rates):.1%} (range {rates[0]:.1%}–{rates[-1]:.1%})",
+                         f"{level} of {len(group)} ≈ best" if level else "below best"])
+    return _table(rows)
+
+
 def results_values(report: dict) -> dict[str, object]:
     """The card's narrow results table (models, strata, answers, costs and verification are the
     results page's) and the results page's full one, from the leaderboard."""
-    rows = [["Entry", "Success [exact 95% CI]", "vs best (Holm p)"], ["---"] * 3]
-    rows += [[f"`{r['entry']}`", leaderboard.rate(r), leaderboard.verdict(r)] for r in report["entries"]]
     keys = report["settings_differ"]
     differ = (f"the {len(keys)} of {len(SETTINGS)} settings that differ between entries" if keys else
               "the settings, the same in all entries")
     return {
-        "results_table": _table(rows),
+        "results_table": results_table(report["entries"]),
         "results_settings_differ": differ,
         "results_leaderboard": leaderboard.render(report),
         "results_entries": len(report["entries"]),
@@ -523,7 +541,8 @@ def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
     return [repo / name for name in (PINS, CARD, *DOC_PAGES, EVAL_YAML, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
                                      LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, LAST_UPDATE_IMAGE,
-                                     RESULTS_IMAGE, *IMAGE_TABLES.values())]
+                                     RESULTS_IMAGE, *([TRAINING_IMAGE] if run_logs(repo) else []),
+                                     *IMAGE_TABLES.values())]
 
 
 def _template(name: str, values: dict[str, object]) -> str:
@@ -551,17 +570,19 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     baselines = _read_json(repo, published(BASELINES_FILE))
     example = example_report(repo)
     results = results_report(repo)
+    training = training_report(repo)
     first = validation[0]
     try:  # the reports' entries, read where each figure is made
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
                   **example_values(example), **results_values(results), **real_model_values(repo),
-                  **fair_comparison_values(), **hub_values()}
+                  **fair_comparison_values(), **hub_values(), **training_values(training, _table, baselines)}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()
         }
         success_picture = baselines_picture(baselines)
         results_chart = results_picture(results, baselines)
+        training_chart = training_picture(training, baselines) if training is not None else None
     except KeyError as err:
         raise CardError(f"the reports under {DATA_FOLDER}/ lack the entry {err}, so they predate this code; "
                         f"{REGENERATE}") from None
@@ -581,6 +602,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         compare.learning_curves(example),
         compare.learning_curves({**example, "updates": example["updates"][-1:]}),  # a forest plot
         results_chart,
+        *([training_chart] if training_chart is not None else []),
         *parquet.values(),
     )))
 

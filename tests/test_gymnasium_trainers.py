@@ -1,0 +1,194 @@
+"""SokobanFairness-v1 under a real trainer, stable-baselines3: the seven ways it got in a training loop's way.
+
+Each test is one of issue 39's seven: a pass label through any wrapper or vector, any
+number of validation passes through a logged vector, a second ``learn()``, training rows
+labelled with the learner's progress, the fair shards as a stable-baselines3 ``VecEnv``,
+an env-step schedule that ``score`` checks, and the one-hot grid observation.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from unavailable import unavailable
+
+from sokoban_tools.records.episodes import read_episodes
+from sokoban_tools.records.manifest import add_costs, manifest_path, read_manifest
+from sokoban_tools.records.tasks import load_training, load_validation
+from sokoban_tools.runtime.env import render
+from sokoban_tools.runtime.sampler import TrainingSampler
+
+ID = "sokoban_tools.integrations.gymnasium_env:SokobanFairness-v1"
+
+
+@pytest.fixture(scope="module")
+def sb3():
+    try:
+        import stable_baselines3
+        import gymnasium  # noqa: F401
+    except ImportError:
+        unavailable("stable-baselines3 is not installed (pip install -e '.[train]')")
+    return stable_baselines3
+
+
+class RandomPolicy:
+    """What stable-baselines3's evaluate_policy asks of a model: predict()."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+
+    def predict(self, observations, state=None, episode_start=None, deterministic=False):
+        return self.rng.integers(0, 5, len(observations)), None
+
+
+def passes(log) -> dict[int, list[str]]:
+    """The boards of each validation update in the log."""
+    out: dict[int, list[str]] = {}
+    for record in read_episodes(log):
+        if record.phase == "validation":
+            out.setdefault(record.update, []).append(record.task_id)
+    return out
+
+
+def test_evaluate_policy_plays_any_number_of_labelled_passes_through_a_logged_vector_and_a_lost_label_is_refused(
+        sb3, tmp_path):
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from sokoban_tools.integrations.gymnasium_env.sb3 import make_sb3_vec
+
+    log = tmp_path / "eval.jsonl"
+    envs = make_sb3_vec(16, seed=0, split="validation", episode_log=log, method="random", trained=False)
+    policy = RandomPolicy(1)
+    envs.env_method("set_update", 100)  # through stable-baselines3's Monitor wrapper
+    evaluate_policy(policy, envs, n_eval_episodes=256, warn=False)
+    envs.set_options({"update": 200})  # reset(options=...) of every environment
+    evaluate_policy(policy, envs, n_eval_episodes=256, warn=False)
+    envs.env_method("set_update", 300)
+    evaluate_policy(policy, envs, n_eval_episodes=256, warn=False)
+    ids = sorted(row.task_id for row in load_validation())
+    assert {update: sorted(boards) for update, boards in passes(log).items()} == {100: ids, 200: ids, 300: ids}
+    envs.set_attr("update", 400)  # sets the Monitor's attribute: the environment never sees it
+    with pytest.raises(RuntimeError, match=r"played its boards of the validation pass at update 300.*label it first"):
+        evaluate_policy(policy, envs, n_eval_episodes=256, warn=False)
+    assert sorted(passes(log)) == [100, 200, 300]  # nothing under a wrong label, nothing dropped
+    envs.close()
+
+
+def play_pass(env, label: int, action: int) -> None:
+    """One pass of ``action`` over the 256 boards, labelled ``label`` through ``reset(options=...)``."""
+    env.reset(options={"update": label})
+    for board in range(256):
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(action)
+            done = terminated or truncated
+        if board < 255:
+            env.reset()
+
+
+def test_a_pass_under_an_update_already_logged_is_refused_through_gymnasium_make_not_dropped(sb3, tmp_path):
+    import gymnasium
+
+    log = tmp_path / "twice.jsonl"
+    env = gymnasium.make(ID, split="validation", episode_log=log, method="noop", trained=False)
+    play_pass(env, 5, 0)  # the label passes Gymnasium's wrappers
+    with pytest.raises(RuntimeError, match="a validation pass at update 5 is already in"):
+        env.reset(options={"update": 5})
+    assert sorted(passes(log)[5]) == sorted(row.task_id for row in load_validation())
+    play_pass(env, 6, 0)  # a new label starts the next pass
+    assert sorted(passes(log)) == [5, 6]
+    env.close()
+
+
+def test_learn_twice_on_a_logged_training_vector_abandons_the_cut_episodes_unlogged_and_counts_them(sb3, tmp_path):
+    from sokoban_tools.integrations.gymnasium_env.sb3 import make_sb3_vec
+
+    log = tmp_path / "train.jsonl"
+    envs = make_sb3_vec(2, seed=3, observation="grid", episode_log=log, method="PPO")
+    model = sb3.PPO("MlpPolicy", envs, n_steps=37, batch_size=74, n_epochs=1, seed=3, device="cpu")
+    model.learn(74)
+    model.learn(74)  # reset_num_timesteps=True: stable-baselines3 resets the vector mid-episode
+    cut = sum(envs.get_attr("cut_episodes"))
+    assert cut >= 1  # 37 steps per environment ends no rollout on an episode's end
+    records = read_episodes(log)
+    assert records and all(r.phase == "training" for r in records)
+    assert sum(len(r.moves) for r in records) <= 4 * 74  # finished episodes only
+    envs.close()
+
+
+def test_training_rows_carry_the_learners_env_steps_not_the_samplers_draw(sb3, tmp_path):
+    from sokoban_tools.integrations.gymnasium_env.sb3 import make_sb3_vec
+    from sokoban_tools.training.ppo import PPOLearner
+
+    log = tmp_path / "progress.jsonl"
+    envs = make_sb3_vec(4, seed=0, observation="grid", episode_log=log, method="PPO", update=0)
+    learner = PPOLearner(envs, {"n_steps": 32, "batch_size": 64, "n_epochs": 1}, {"net_arch": [16]}, 0)
+    learner.train_until(4 * 32 * 6, lambda done: None)
+    labels = sorted({r.update for r in read_episodes(log)})
+    assert labels[0] == 0 and len(labels) >= 3  # a learning curve: the env steps when each episode began
+    assert all(label % 128 == 0 for label in labels)  # rollouts of 4 x 32 steps
+    assert max(labels) <= learner.env_steps
+    envs.close()
+
+
+def test_the_sb3_vector_splits_one_seeded_fair_draw_between_its_shards(sb3):
+    from sokoban_tools.integrations.gymnasium_env.sb3 import make_sb3_vec
+
+    envs = make_sb3_vec(4, seed=9, batch_size=8)
+    assert type(envs).__name__ == "DummyVecEnv"
+    envs.reset()
+    ids = [row.task_id for row in load_training()]
+    draw = TrainingSampler(ids, 8, 1, 9).next_batch().task_ids  # environment i plays positions i and i + 4
+    assert [env.unwrapped.row.task_id for env in envs.envs] == list(draw[:4])
+    assert [env.unwrapped.reset()[1]["task_id"] for env in envs.envs] == list(draw[4:])
+    envs.close()
+
+
+def test_an_env_step_schedule_is_written_in_env_steps_and_score_checks_the_nominal_passes(sb3, tmp_path):
+    import gymnasium
+
+    from sokoban_tools.evaluation.score import score
+    from sokoban_tools.integrations.gymnasium_env.schedule import ENV_STEPS_COST, StepSchedule
+
+    schedule = StepSchedule(total=100_000, every=50_000)
+    assert schedule.points() == [0, 50_000, 100_000]
+    assert schedule.due(49_152, 51_200) == [50_000] and schedule.due(98_304, 100_352) == [100_000]
+    log = tmp_path / "steps.jsonl"
+    env = gymnasium.make(ID, split="validation", episode_log=log, method="PPO", schedule=schedule)
+    settings = read_manifest(manifest_path(log))["settings"]
+    assert (settings["update_budget.total_training_steps"], settings["evaluation.frequency"],
+            settings["evaluation.before_training"]) == (100_000, 50_000, True)
+    for label in schedule.points():
+        play_pass(env, label, 1)
+    env.close()
+    add_costs(log, {ENV_STEPS_COST: ("env steps", 100_352)})  # the actual count, beside the nominal budget
+    (entry,) = score([log])["schedule"]
+    assert entry["missing"] == [] and entry["unexpected"] == [] and not entry["stopped_early"]
+    assert read_manifest(manifest_path(log))["costs"][ENV_STEPS_COST]["value"] == 100_352
+    with pytest.raises(ValueError, match="beyond the budget"):
+        StepSchedule(total=10, every=20)
+
+
+def test_the_grid_observation_is_the_one_hot_of_the_cells_the_image_shows_and_the_checker_passes(sb3):
+    import gymnasium
+    from gymnasium.utils.env_checker import check_env
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env = gymnasium.make(ID, split="validation", observation="grid")
+        check_env(env.unwrapped)
+    assert env.observation_space == gymnasium.spaces.Box(0, 1, (7, 6, 6), np.uint8)
+    obs, _ = env.reset(seed=0)
+    for _ in range(40):
+        assert obs.dtype == np.uint8 and obs.shape == (7, 6, 6)
+        assert (obs.sum(axis=0) == 1).all()  # exactly one class per cell
+        assert np.array_equal(obs.argmax(axis=0), render(env.unwrapped.board, "state"))
+        obs, _, terminated, truncated, _ = env.step(int(env.action_space.sample()))
+        if terminated or truncated:
+            obs, _ = env.reset()
+    assert gymnasium.make(ID).observation_space.shape == (96, 96, 3)  # the default is the image, unchanged
+    with pytest.raises(ValueError, match="observation must be one of rgb, grid"):
+        gymnasium.make(ID, observation="pixels")

@@ -1,0 +1,130 @@
+"""`python -m sokoban_tools train` end to end at CI size: train, log, score, compare, leaderboard --add;
+a run killed mid-training continues from its checkpoint to the same bytes as a run never stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+from unavailable import unavailable
+
+from sokoban_tools.records.episodes import read_episodes, side_files
+from sokoban_tools.records.manifest import manifest_path, read_manifest
+
+
+@pytest.fixture(scope="module")
+def sb3():
+    try:
+        import stable_baselines3
+    except ImportError:
+        unavailable("stable-baselines3 is not installed (pip install -e '.[train]')")
+    return stable_baselines3
+
+
+def command(*options: str) -> list[str]:
+    return [sys.executable, "-m", "sokoban_tools", "train", *options, "--quiet"]
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def test_grpo_and_gigpo_train_log_score_compare_and_enter_the_leaderboard(sb3, tmp_path):
+    from sokoban_tools.evaluation.compare import compare
+    from sokoban_tools.evaluation.leaderboard import add_entry, leaderboard
+    from sokoban_tools.evaluation.score import score
+    from sokoban_tools.integrations.gymnasium_env.schedule import ENV_STEPS_COST
+    from sokoban_tools.training.train import train
+
+    logs = {}
+    for method in ("grpo", "gigpo"):
+        logs[method] = tmp_path / f"{method}.jsonl"
+        passes = train(method, 0, logs[method], 2000, 1000, quiet=True)
+        assert [p["update"] for p in passes] == [0, 1000, 2000]
+        assert passes[-1]["env_steps"] >= 2000  # whole updates: the actual count, past the nominal
+        manifest = read_manifest(manifest_path(logs[method]))
+        assert manifest["costs"][ENV_STEPS_COST]["value"] == passes[-1]["env_steps"]
+        assert manifest["costs"]["cpu_seconds"]["value"] > 0
+        assert manifest["notes"]["learner"]["hyperparameters"]["group_size"] == 8
+        assert manifest["settings"]["image_processing.observation"] == "one_hot_grid"
+    report = score(list(logs.values()), verify=True)
+    assert [(g["method"], g["update"], g["boards"]) for g in report["groups"]] == [
+        (m, u, 256) for m in ("GRPO", "GiGPO") for u in (0, 1000, 2000)]
+    assert all(not s["missing"] and not s["unexpected"] for s in report["schedule"])
+    training = [r for r in read_episodes(logs["grpo"]) if r.phase == "training"]
+    assert len(training) >= 2 * 128 and len({r.update for r in training}) >= 2  # labelled by env steps
+    compared = compare([logs["grpo"]], [logs["gigpo"]])
+    assert [u["update"] for u in compared["updates"]] == [0, 1000, 2000]
+    results = tmp_path / "results"
+    add_entry(results, "grpo-0", logs["grpo"], "none (MLP trained from scratch)", "the test", "https://example.org",
+              "2026-12-03", run="0", update=2000)
+    board = leaderboard(results)
+    assert not board["refused"] and board["entries"][0]["replayed"] == 256
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    ends = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > ends:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def training_started(log) -> bool:
+    """A training row is in the log: the run is past its first checkpoint."""
+    try:
+        return b'"phase":"training"' in log.read_bytes()
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("method", ["ppo", "gigpo"])
+def test_a_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopped(sb3, tmp_path, method):
+    whole, killed = tmp_path / "whole.jsonl", tmp_path / "killed.jsonl"
+    options = ("--method", method, "--seed", "4", "--steps", "4096", "--eval-every", "2048")
+    uninterrupted = subprocess.Popen(command(*options, "--log", str(whole)), env=ENV, cwd=tmp_path,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    victim = subprocess.Popen(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoint = killed.with_name(killed.name + ".checkpoint")
+    wait_for(lambda: training_started(killed) or victim.poll() is not None, 600, "training to start")
+    seen = checkpoint.stat().st_mtime_ns  # the checkpoint after the pass before training
+    wait_for(lambda: checkpoint.stat().st_mtime_ns != seen or victim.poll() is not None, 600,
+             "the checkpoint after the pass at 2,048")
+    os.kill(victim.pid, signal.SIGKILL)  # in training after the checkpoint at 2,048: its episodes under way
+    victim.wait()
+    assert victim.returncode == -signal.SIGKILL  # killed, not finished
+    resumed = subprocess.run(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert uninterrupted.wait(timeout=600) == 0, uninterrupted.stderr.read().decode()
+    assert killed.read_bytes() == whole.read_bytes()  # no record lost or doubled, the same bytes
+    records = read_episodes(killed)
+    assert sorted({r.update for r in records if r.phase == "validation"}) == [0, 2048, 4096]
+    reasons = [reason for _, _, reason in side_files(killed)]  # what was set aside is kept beside the log
+    assert len(reasons) == 1 and reasons[0].startswith("resume-from-"), reasons
+    assert int(reasons[0].removeprefix("resume-from-")) >= 2048  # from the checkpoint after the pass at 2,048
+    again = subprocess.run(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 0 and killed.read_bytes() == whole.read_bytes()  # a finished run stays finished
+
+
+def test_the_cards_results_table_collapses_one_methods_seeds_into_one_row_with_median_and_range():
+    from sokoban_tools.pipeline.publish.card import results_table
+
+    def entry(name, wins, vs_best):
+        return {"entry": name, "model": "MLP", "success": wins / 256, "ci95": [0.0, 1.0], "vs_best": vs_best}
+
+    best = None
+    below = {"indistinguishable": False, "p_holm": 1e-9}
+    level = {"indistinguishable": True, "p_holm": 0.5}
+    entries = [entry("optimal", 256, best), entry("ppo-seed1", 60, level), entry("ppo-seed0", 20, below),
+               entry("ppo-seed2", 40, below), entry("random-policy", 50, below)]
+    table = results_table(entries).splitlines()
+    assert [row.split(" | ")[0] for row in table[2:]] == ["| `optimal`", "| `ppo-seed*` (3 seeds)", "| `random-policy`"]
+    assert "median 15.6% (range 7.8%–23.4%) | 1 of 3 ≈ best |" in table[3]
