@@ -138,11 +138,13 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
     hyper += [[f"`{k}`", *[str(notes[m].get(k, "—")) for m in notes]] for k in keys]
     budgets = sorted({r["budget"] for r in report["runs"]})
     cpu = [r["cpu_seconds"] for r in report["runs"] if r["cpu_seconds"] is not None]
+    budget = ", ".join(f"{b:,}" for b in budgets)
     return {"training_runs_table": table(rows), "training_comparisons": "\n\n".join(comparisons),
             "training_standing": standing(report, baselines),
-            "training_hyperparameters": table(hyper), "training_budget": ", ".join(f"{b:,}" for b in budgets),
+            "training_hyperparameters": table(hyper), "training_budget": budget,
             "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—",
-            "training_card_chart": "![Training curves: median over seeds, range band](images/training-curves.png)"}
+            "training_card_chart": f"![Training curves at {budget} env steps a run: median over seeds, range "
+                                   f"band](images/training-curves.png)"}
 
 
 def _logs(report: dict, method: str) -> list[Path]:
