@@ -13,6 +13,8 @@ from __future__ import annotations
 EXTRAS = {
     "plot": ("matplotlib>=3.8",),
     "evaluate": ("openai>=1.0",),
+    "inspect": ("inspect-ai==0.3.285",),
+    "train": ("stable-baselines3==2.9.2", "torch==2.13.0", "gymnasium>=1.0"),
 }
 
 

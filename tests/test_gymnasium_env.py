@@ -139,6 +139,7 @@ def test_the_pages_log_and_score_example_scores_clean_since_its_manifest_declare
     from sokoban_tools.evaluation.score import render, score
 
     section = (REPO / "docs" / "gymnasium.md").read_text(encoding="utf-8").split("\n## Log and score\n", 1)[1]
+    section = section.split("\n### ", 1)[0]  # its own example, not those of its subsections
     [example] = re.findall(r"```python\n(.*?)```", section, re.S)
     monkeypatch.chdir(tmp_path)  # the page's runs/ppo.jsonl
     page = {"gymnasium": gymnasium}

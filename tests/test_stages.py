@@ -7,7 +7,7 @@ scoring and the integrations. The build pipeline (``sokoban_tools.pipeline`` and
 selector) writes the published files from a clone; it imports the product,
 never the other way round. Within each part the modules are stages in order:
 
-  product:  shared -> rules -> records -> runtime -> evaluation -> integrations
+  product:  shared -> rules -> records -> runtime -> evaluation -> integrations -> training
             (evaluation checks logs by the rules alone: it imports nothing of runtime)
   pipeline: pipeline-shared -> generate -> selection -> verification -> examples -> publish
 
@@ -20,7 +20,7 @@ import ast
 
 from conftest import REPO
 
-PRODUCT_STAGES = ("shared", "rules", "records", "runtime", "evaluation", "integrations")
+PRODUCT_STAGES = ("shared", "rules", "records", "runtime", "evaluation", "integrations", "training")
 PIPELINE_STAGES = ("pipeline-shared", "generate", "selection", "verification", "examples", "publish")
 STAGES = (*PRODUCT_STAGES, *PIPELINE_STAGES, "commands")
 BESIDE_THE_SCRIPT = {"sokoban_render", "sokoban_pins", "sokoban_published"}  # shipped with the loading script

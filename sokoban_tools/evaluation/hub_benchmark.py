@@ -62,7 +62,7 @@ def description() -> str:
             f"verl-agent's decoding. Metric: success, the percentage of the {VALIDATION_SIZE} boards solved "
             f"(0-100, higher is better), with its exact 95% interval. Task visual: the rgb_array turn (the game "
             f"image); task text: the tiny_rgb_array turn (a text grid). Scores are made by the multi-turn Inspect "
-            f"task `inspect eval {INSPECT_TASK}` (pip install sokoban-fairness[inspect]; the single-turn "
+            f"task `inspect eval {INSPECT_TASK}` (pip install -e '.[inspect]' in a clone; the single-turn "
             f"field_spec, solvers and scorers below are only what an eval.yaml can hold), converted and verified "
             f"by replaying every episode (python -m sokoban_tools inspect-log, leaderboard).")
 

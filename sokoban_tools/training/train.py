@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files import write_atomic
+from ..help_text import Parser
 from ..records.episodes import episode_writer
 from ..records.manifest import add_costs, manifest_path, read_manifest
 from ..records.rows import DataError
@@ -297,7 +298,7 @@ def _record_costs(log: Path, run: Run) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sokoban_tools train", description=__doc__.split("\n\n")[0],
+    parser = Parser(prog="python -m sokoban_tools train", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 2)[2])
     parser.add_argument("--method", choices=sorted(METHODS), required=True, help="the training method")

@@ -34,6 +34,8 @@ from pathlib import Path
 from sokoban_published import PUBLISHED_FILES, ChecksumError
 
 from ...evaluation.replay import check_record
+from ...extras import install_advice
+from ...help_text import Parser
 from ...layout import VALIDATION_DATA
 from ...paths import PathError, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
@@ -54,7 +56,7 @@ class Refused(DataError):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("inspect_log", type=Path, metavar="INSPECT_LOG",
                    help=f"the log `{HOW_TO_RUN}` wrote (logs/*.eval or *.json)")
     p.add_argument("--log", required=True, type=Path, help="the episode log to write (a new file); the run "
@@ -75,7 +77,7 @@ def read_inspect_log(path: Path):
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
-        raise Refused("the inspect-ai package is not installed: pip install 'sokoban-fairness[inspect]'") from None
+        raise Refused(f"the inspect-ai package is not installed: {install_advice('inspect')}") from None
     if not path.is_file():
         raise Refused(f"{path}: no such file; give the log `inspect eval` wrote (it prints its path; by default "
                       f"under ./logs/)")

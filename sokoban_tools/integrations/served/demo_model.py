@@ -22,6 +22,7 @@ with what verl-agent's own code builds.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import io

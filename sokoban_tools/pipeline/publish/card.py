@@ -333,6 +333,7 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "restart_timeout": f"{RESTART_TIMEOUT:g}",
         "max_environments": f"{MAX_ENVIRONMENTS:,}",
         "plot_extra": install_advice("plot", "`"),
+        "inspect_extra": install_advice("inspect", "`"),
         "evaluate_extra": install_advice("evaluate", "`"),
         "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,

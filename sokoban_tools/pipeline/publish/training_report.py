@@ -143,8 +143,7 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
             "training_standing": standing(report, baselines),
             "training_hyperparameters": table(hyper), "training_budget": budget,
             "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—",
-            "training_card_chart": f"![Training curves at {budget} env steps a run: median over seeds, range "
-                                   f"band](images/training-curves.png)"}
+            "training_card_chart": f"![Training curves, {budget} env steps a run](images/training-curves.png)"}
 
 
 def _logs(report: dict, method: str) -> list[Path]:
