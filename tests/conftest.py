@@ -33,6 +33,19 @@ def pool_rows():
     return read_rows(DATA_DIR / "evaluation-pool-1000.jsonl")
 
 
+@pytest.fixture(scope="session")
+def sb3():
+    """stable-baselines3, the trainers' real client (the train extra); under CI=true its absence fails."""
+    from unavailable import unavailable
+
+    try:
+        import stable_baselines3
+        import gymnasium  # noqa: F401
+    except ImportError:
+        unavailable("stable-baselines3 is not installed (pip install -e '.[train]')")
+    return stable_baselines3
+
+
 # --- Loading-path tests (tests/venvs.py, test_datasets36.py, test_hub.py) -----------------
 
 def pytest_configure(config):

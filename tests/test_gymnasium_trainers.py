@@ -13,7 +13,6 @@ import warnings
 import numpy as np
 import pytest
 
-from unavailable import unavailable
 
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import add_costs, manifest_path, read_manifest
@@ -22,16 +21,6 @@ from sokoban_tools.runtime.env import render
 from sokoban_tools.runtime.sampler import TrainingSampler
 
 ID = "sokoban_tools.integrations.gymnasium_env:SokobanFairness-v1"
-
-
-@pytest.fixture(scope="module")
-def sb3():
-    try:
-        import stable_baselines3
-        import gymnasium  # noqa: F401
-    except ImportError:
-        unavailable("stable-baselines3 is not installed (pip install -e '.[train]')")
-    return stable_baselines3
 
 
 class RandomPolicy:

@@ -12,19 +12,9 @@ import time
 import pytest
 
 from conftest import REPO
-from unavailable import unavailable
 
 from sokoban_tools.records.episodes import read_episodes, side_files
 from sokoban_tools.records.manifest import manifest_path, read_manifest
-
-
-@pytest.fixture(scope="module")
-def sb3():
-    try:
-        import stable_baselines3
-    except ImportError:
-        unavailable("stable-baselines3 is not installed (pip install -e '.[train]')")
-    return stable_baselines3
 
 
 def command(*options: str) -> list[str]:
