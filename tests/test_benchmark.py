@@ -59,3 +59,25 @@ def test_original__solver_agrees_with_ours_and_returns_empty_when_unsolvable():
     assert original.shortest_solution(*original.rooms_of(board)) == shortest_solution(board)
     stuck = Board.from_xsb("#####\n#$@.#\n#####")
     assert original.shortest_solution(*original.rooms_of(stuck)) == []
+
+
+def test_training_figures__cost_to_a_success_rate_is_pro_rata_of_env_steps_and_unreached_is_said():
+    from sokoban_tools.pipeline.publish import training_benchmark as tb
+
+    run = {"points": [0, 100, 200], "success": [(10, 256), (130, 256), (250, 256)], "cpu_seconds": 40.0,
+           "env_steps": 200}
+    assert tb.cpu_seconds_to(run, 0.5) == 20.0 and tb.cpu_seconds_to(run, 0.85) == 40.0
+    assert tb.cpu_seconds_to(run, 0.99) == float("inf")
+    assert tb._reached(20.0, [20.0, 30.0, float("inf")]) == "20 s (2 of 3 seeds reached it)"
+    assert tb._reached(float("inf"), [20.0, float("inf"), float("inf")]) == (
+        "not reached by the median seed (1 of 3 seeds reached it)")
+
+
+def test_training_figures__the_environments_share_is_timed_in_its_methods_and_they_are_put_back(sb3):
+    from sokoban_tools.integrations.gymnasium_env.env import SokobanFairnessEnv
+    from sokoban_tools.pipeline.publish import training_benchmark as tb
+
+    before = SokobanFairnessEnv.reset, SokobanFairnessEnv.step
+    share = tb.environment_share("gigpo", 1024)
+    assert 0 < share < 1
+    assert (SokobanFairnessEnv.reset, SokobanFairnessEnv.step) == before

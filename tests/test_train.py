@@ -15,6 +15,8 @@ from conftest import REPO
 
 from sokoban_tools.records.episodes import read_episodes, side_files
 from sokoban_tools.records.manifest import manifest_path, read_manifest
+from sokoban_tools.records.rows import DataError
+from sokoban_tools.training.train import publish
 
 
 def command(*options: str) -> list[str]:
@@ -89,6 +91,10 @@ def test_a_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopped(s
     os.kill(victim.pid, signal.SIGKILL)  # in training after the checkpoint at 2,048: its episodes under way
     victim.wait()
     assert victim.returncode == -signal.SIGKILL  # killed, not finished
+    published = tmp_path / "published"
+    with pytest.raises(DataError, match="has not reached its budget"):
+        publish(killed, published, method, 4)
+    assert not published.exists()
     resumed = subprocess.run(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path, capture_output=True,
                              text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
@@ -99,9 +105,13 @@ def test_a_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopped(s
     reasons = [reason for _, _, reason in side_files(killed)]  # what was set aside is kept beside the log
     assert len(reasons) == 1 and reasons[0].startswith("resume-from-"), reasons
     assert int(reasons[0].removeprefix("resume-from-")) >= 2048  # from the checkpoint after the pass at 2,048
-    again = subprocess.run(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path, capture_output=True,
-                           text=True, timeout=600)
+    again = subprocess.run(command(*options, "--log", str(killed), "--publish", str(published)), env=ENV,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and killed.read_bytes() == whole.read_bytes()  # a finished run stays finished
+    out = published / f"{method}-4.jsonl"  # its validation passes, line for line, and its manifest
+    assert out.read_bytes() == b"".join(line for line in whole.read_bytes().splitlines(keepends=True)
+                                        if b'"phase":"validation"' in line)
+    assert manifest_path(out).read_bytes() == manifest_path(killed).read_bytes()
 
 
 def test_the_cards_results_table_collapses_one_methods_seeds_into_one_row_with_median_and_range():

@@ -1,7 +1,7 @@
 """Train PPO, GRPO or GiGPO on the 5,000 training boards and validate on the 256.
 
     python -m sokoban_tools train --method ppo|grpo|gigpo --seed S --log LOG
-                                  [--steps N] [--eval-every N] [--quiet]
+                                  [--steps N] [--eval-every N] [--publish DIR] [--quiet]
 
 One network, one budget and one schedule for every method: stable-baselines3's
 ``ActorCriticPolicy`` (two layers of 256, tanh) over the one-hot grid observation of
@@ -37,7 +37,7 @@ import numpy as np
 
 from ..files import write_atomic
 from ..help_text import Parser
-from ..records.episodes import episode_writer
+from ..records.episodes import episode_writer, iter_episodes
 from ..records.manifest import add_costs, manifest_path, read_manifest
 from ..records.rows import DataError
 
@@ -297,6 +297,25 @@ def _record_costs(log: Path, run: Run) -> None:
                         ENV_STEPS_COST: (UNIT, run.learner.env_steps)})
 
 
+def publish(log: Path, folder: Path, method: str, seed: int) -> Path:
+    """Write ``folder/<method>-<seed>.jsonl``, the validation rows of the finished run ``log`` in
+    their order, and its manifest beside it; both are read and checked before either is written."""
+    from ..integrations.gymnasium_env.schedule import ENV_STEPS_COST
+
+    manifest = manifest_path(log)
+    if ENV_STEPS_COST not in read_manifest(manifest)["costs"]:
+        raise DataError(f"{manifest}: the run has not reached its budget (no {ENV_STEPS_COST} cost yet); run the "
+                        f"same train command to finish it, then publish")
+    fix = "move the log away and train the run again"
+    lines = "".join(record.to_line() + "\n" for record in iter_episodes(log, fix) if record.phase == "validation")
+    manifest_bytes = manifest.read_bytes()
+    out = folder / f"{method}-{seed}.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, lines.encode("utf-8"))
+    write_atomic(manifest_path(out), manifest_bytes)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m sokoban_tools train", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -309,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                           f"{DEFAULT_STEPS:,})")
     parser.add_argument("--eval-every", type=int, default=None, help="env steps between validation passes "
                                                                      "(default a tenth of --steps)")
+    parser.add_argument("--publish", type=Path, default=None, metavar="DIR",
+                        help="once the run is complete, write its validation passes and manifest to "
+                             "DIR/<method>-<seed>.jsonl")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.seed < 0:
@@ -325,12 +347,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         passes = train(args.method, args.seed, args.log, args.steps, every, args.quiet)
+        published = publish(args.log, args.publish, args.method, args.seed) if args.publish else None
     except (DataError, ValueError, RuntimeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     last = passes[-1]
     print(f"trained {METHODS[args.method]} seed {args.seed} to {last['env_steps']:,} env steps; last validation "
           f"{last['wins']}/256; log {args.log} (score it with python -m sokoban_tools score {args.log})")
+    if published is not None:
+        print(f"published its validation passes as {published} and {manifest_path(published)}")
     return 0
 
 

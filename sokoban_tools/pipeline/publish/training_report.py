@@ -33,13 +33,10 @@ def run_logs(repo: Path) -> dict[str, list[Path]]:
             if any(log.is_file() for log in logs)}
 
 
-def training_report(repo: Path) -> dict | None:
-    """Every run's passes and costs, the pairwise comparisons and the curves; None with no runs."""
-    logs = run_logs(repo)
-    if not logs:
-        return None
-    validation = repo / VALIDATION_DATA
-    scored = score.score([log for method in logs for log in logs[method]], validation=validation, verify=True)
+def scored_runs(repo: Path, logs: dict[str, list[Path]]) -> list[dict]:
+    """Every run's passes (every validation episode replayed), success at each and costs."""
+    scored = score.score([log for method in logs for log in logs[method]], validation=repo / VALIDATION_DATA,
+                         verify=True)
     success = {(g["method"], g["run"], g["update"]): (g["wins"], g["boards"]) for g in scored["groups"]}
     runs = []
     for method, paths in logs.items():
@@ -52,12 +49,22 @@ def training_report(repo: Path) -> dict | None:
                          "env_steps": manifest["costs"].get(ENV_STEPS_COST, {}).get("value"),
                          "cpu_seconds": manifest["costs"].get("cpu_seconds", {}).get("value"),
                          "budget": manifest["settings"]["update_budget.total_training_steps"]})
+    return runs
+
+
+def training_report(repo: Path) -> dict | None:
+    """Every run's passes and costs, the pairwise comparisons and the curves; None with no runs."""
+    logs = run_logs(repo)
+    if not logs:
+        return None
+    runs = scored_runs(repo, logs)
     comparisons = []
     for a, b in PAIRS:
         if a in logs and b in logs:
             differ = {d["key"] for d in _differences(logs[a], logs[b])}
-            last = max(u for (m, _, u) in success if m == METHODS[a])
-            report = compare.compare(logs[a], logs[b], validation=validation, allowed=differ, updates=[last])
+            last = max(u for r in runs if r["method"] == a for u in r["points"])
+            report = compare.compare(logs[a], logs[b], validation=repo / VALIDATION_DATA, allowed=differ,
+                                     updates=[last])
             comparisons.append({"a": a, "b": b, "report": report, "allowed": sorted(differ)})
     return {"runs": runs, "comparisons": comparisons, "methods": list(logs)}
 

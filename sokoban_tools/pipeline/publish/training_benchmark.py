@@ -1,0 +1,111 @@
+"""Training figures for ``python -m sokoban_tools benchmark``: what the committed runs cost, and
+how much of a run is the environment.
+
+The costs to a success rate come from the nine committed runs (``examples/training``): a run's
+manifest records its total CPU-seconds and env steps only, so the CPU-seconds to a pass are
+its env steps at that pass times the run's CPU-seconds per env step (validation passes
+included). The environment's share is measured in this run: a short ``train`` of each method,
+its CPU time in ``SokobanFairness-v1``'s ``reset`` and ``step`` (drawing, stepping and logging
+the episodes) over the whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+from ...training.train import METHODS
+from .training_report import run_logs, scored_runs
+
+THRESHOLDS = (0.50, 0.85)
+SHARE_STEPS = 20_480  # ten of PPO's rollouts; one pass before and one after
+
+
+def cpu_seconds_to(run: dict, threshold: float) -> float:
+    """CPU-seconds to the run's first pass at or above ``threshold`` (infinite if none is)."""
+    for point, (wins, boards) in zip(run["points"], run["success"]):
+        if wins / boards >= threshold:
+            return run["cpu_seconds"] * point / run["env_steps"]
+    return float("inf")
+
+
+def _by_method(runs: list[dict], figure, shown) -> str:
+    cells = []
+    for method in METHODS:
+        values = [figure(r) for r in runs if r["method"] == method]
+        if values:
+            cells.append(f"{METHODS[method]} {shown(median(values), values)}")
+    return ", ".join(cells)
+
+
+def _reached(value: float, values: list[float]) -> str:
+    reached = sum(v != float("inf") for v in values)
+    seeds = f"{reached} of {len(values)} seeds reached it"
+    return f"{value:,.0f} s ({seeds})" if value != float("inf") else f"not reached by the median seed ({seeds})"
+
+
+@contextlib.contextmanager
+def _timed_environment(spent: list[float]):
+    """Adds the CPU time of every ``reset`` and ``step`` of ``SokobanFairness-v1`` to ``spent[0]``."""
+    from ...integrations.gymnasium_env.env import SokobanFairnessEnv
+
+    originals = {name: getattr(SokobanFairnessEnv, name) for name in ("reset", "step")}
+
+    def timed(method):
+        @functools.wraps(method)
+        def wrapper(*args, **kwargs):
+            started = time.process_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                spent[0] += time.process_time() - started
+        return wrapper
+
+    for name, method in originals.items():
+        setattr(SokobanFairnessEnv, name, timed(method))
+    try:
+        yield
+    finally:
+        for name, method in originals.items():
+            setattr(SokobanFairnessEnv, name, method)
+
+
+def environment_share(method: str, steps: int = SHARE_STEPS) -> float:
+    """The environment's share of the CPU time of ``train --method method --steps steps``."""
+    from ...training.train import train
+
+    spent = [0.0]
+    with (tempfile.TemporaryDirectory() as folder, _timed_environment(spent),
+          contextlib.redirect_stdout(io.StringIO())):  # the passes' lines: the benchmark prints its own
+        started = time.process_time()
+        train(method, 0, Path(folder) / "run.jsonl", steps, steps, quiet=True)
+        total = time.process_time() - started
+    return spent[0] / total
+
+
+def training_figures(repo: Path) -> list[tuple[str, str, str, str]]:
+    """(what, figure, original, goal) rows: the committed runs' costs, then the measured share."""
+    logs = run_logs(repo)
+    rows = []
+    if logs:
+        runs = scored_runs(repo, logs)
+        budget = max(r["budget"] for r in runs)
+        for threshold in THRESHOLDS:
+            rows.append((f"training CPU-seconds to {threshold:.0%} validation success, median over seeds (the "
+                         f"committed runs of {budget:,} env steps: env steps at the first pass at or above it × "
+                         f"the run's CPU-seconds per env step, validation included)",
+                         _by_method(runs, lambda r, t=threshold: cpu_seconds_to(r, t), _reached), "", ""))
+        rows.append(("training env steps per CPU-second, median over seeds (the committed runs' env steps over "
+                     "their CPU-seconds, validation passes included)",
+                     _by_method(runs, lambda r: r["env_steps"] / r["cpu_seconds"], lambda v, _: f"{v:,.0f}"),
+                     "", ""))
+    shares = {method: environment_share(method) for method in METHODS}
+    rows.append((f"the environment's share of a training run's CPU time: `SokobanFairness-v1`'s reset and step, "
+                 f"logging included (`train --steps {SHARE_STEPS:,}`, seed 0, a pass before and after)",
+                 ", ".join(f"{METHODS[m]} {share:.1%}" for m, share in shares.items()), "", ""))
+    return rows
