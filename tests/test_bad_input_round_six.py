@@ -11,13 +11,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from answering_server import AnsweringServer
 from conftest import REPO
 from sokoban_tools.evaluation import compare, leaderboard
 from sokoban_tools.evaluation.leaderboard import ENTRY, LOG, MANIFEST, add_entry
@@ -148,47 +147,18 @@ def test_demo_model_stops_cleanly_on_ctrl_c_the_moment_it_says_it_is_serving():
 
 # --- evaluate --mode tiny_rgb_array: what a server answers --------------------------------------
 
-class BodyServer:
+class BodyServer(AnsweringServer):
     """A server listing the demo model and answering every chat completion with ``body``."""
 
     def __init__(self, body: bytes):
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        self.body = body
+        super().__init__()
 
-            def log_message(self, *args):
-                pass
+    def answer_get(self, handler) -> None:
+        handler.send(json.dumps({"object": "list", "data": [{"id": demo_model.DEMO_MODEL}]}).encode())
 
-            def send(self, data: bytes) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self.send(json.dumps({"object": "list", "data": [{"id": demo_model.DEMO_MODEL}]}).encode())
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send(body)
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request, client_address):  # the client hung up past its bound, as it should
-                if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-                    super().handle_error(request, client_address)
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def answer_post(self, handler) -> None:
+        handler.send(self.body)
 
 
 def completion(content) -> bytes:

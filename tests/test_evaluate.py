@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from answering_server import AnsweringServer
 from conftest import REPO
 from sokoban_tools.evaluation import compare, score
 from sokoban_tools.integrations.served import evaluate as served_evaluate
@@ -404,72 +405,33 @@ def test_resume_with_another_seed_under_the_same_run_label_is_refused_before_a_b
     assert (log.read_bytes(), manifest_path(log).read_bytes()) == before
 
 
-class OddServer:
+class OddServer(AnsweringServer):
     """A server that answers chat completions with what is not one (``kind``): HTTP 200 without
     ``choices``, with an ``{"error": ...}`` body or an HTML page, or a body one byte per 0.5 s;
     ``models_html`` answers ``/v1/models`` with an HTML page."""
 
     def __init__(self, kind: str, models_html: bool = False):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-        import threading
+        self.kind, self.models_html, self.posts = kind, models_html, 0
+        super().__init__(userinfo="someone:hunter2")
 
-        owner = self
-        self.posts = 0
+    def answer_get(self, handler) -> None:
+        if self.models_html:
+            handler.send(b"<!DOCTYPE html><html><body>Welcome to nginx!</body></html>", "text/html")
+        else:
+            handler.send(json.dumps({"object": "list", "data": [{"id": MODEL, "owned_by": "odd"}]}).encode())
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def send(self, body: bytes, content_type: str, trickle: bool = False) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                step = 1 if trickle else len(body)
-                try:
-                    for i in range(0, len(body), step):
-                        self.wfile.write(body[i:i + step])
-                        self.wfile.flush()
-                        time.sleep(0.5 if trickle else 0)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up, as it should
-
-            def do_GET(self):
-                if models_html:
-                    self.send(b"<!DOCTYPE html><html><body>Welcome to nginx!</body></html>", "text/html")
-                else:
-                    self.send(json.dumps({"object": "list", "data": [{"id": MODEL, "owned_by": "odd"}]}).encode(),
-                              "application/json")
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                owner.posts += 1
-                answer = json.dumps({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {
-                    "role": "assistant", "content": "<answer>Up</answer>"}, "finish_reason": "stop"}]}).encode()
-                if kind == "no choices":
-                    self.send(json.dumps({"id": "x", "object": "chat.completion", "model": MODEL}).encode(),
-                              "application/json")
-                elif kind == "error body":
-                    self.send(json.dumps({"error": {"message": "the model is overloaded", "code": 503}}).encode(),
-                              "application/json")
-                elif kind == "html page":
-                    self.send(b"<html><head><title>Login</title></head><body>Sign in</body></html>", "text/html")
-                else:  # trickle: a whole answer, one byte every 0.5 s (about 50 s)
-                    self.send(answer, "application/json", trickle=True)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://someone:hunter2@127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def answer_post(self, handler) -> None:
+        self.posts += 1
+        if self.kind == "no choices":
+            handler.send(json.dumps({"id": "x", "object": "chat.completion", "model": MODEL}).encode())
+        elif self.kind == "error body":
+            handler.send(json.dumps({"error": {"message": "the model is overloaded", "code": 503}}).encode())
+        elif self.kind == "html page":
+            handler.send(b"<html><head><title>Login</title></head><body>Sign in</body></html>", "text/html")
+        else:  # trickle: a whole answer, one byte every 0.5 s (about 50 s)
+            handler.send(json.dumps({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {
+                "role": "assistant", "content": "<answer>Up</answer>"}, "finish_reason": "stop"}]}).encode(),
+                trickle=True)
 
 
 @pytest.mark.parametrize("kind, words", [

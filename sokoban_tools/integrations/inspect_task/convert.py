@@ -44,7 +44,7 @@ from ...records.episodes import EpisodeRecord, episode_writer
 from ...records.manifest import NOTES, add_costs, read_manifest, write_manifest
 from ...records.rows import DataError
 from ..served.client import Decoding, public_url
-from ..served.evaluate import LAUNCHER, manifest_for
+from ..served.evaluate import LAUNCHER, manifest_for, next_step
 from . import EPISODE_KEY, REGISTERED_TASK, TASK, TASK_FORMAT
 
 PROG = "python -m sokoban_tools inspect-log"
@@ -281,11 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     wins = sum(record.won for record in records)
     print(f"{records[0].method} ({records[0].run}): {wins}/{len(records)} boards won ({wins / len(records):.1%}), "
           f"every episode replayed from its moves; wrote {options.log} and its manifest")
-    if len(records) < VALIDATION_SIZE:
-        print(f"note: {len(records)} of {VALIDATION_SIZE} boards (inspect eval --limit), a quick look, not the "
-              f"protocol: score reads complete passes only")
-    else:
-        print(f"score it: python -m sokoban_tools score {options.log}")
+    print(next_step(len(records), options.log, "inspect eval --limit"))
     return 0
 
 

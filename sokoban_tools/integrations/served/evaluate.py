@@ -439,15 +439,20 @@ def evaluate(args, writer: EpisodeWriter) -> int:
           f"({evaluation.wins / evaluation.played:.1%}); this run: {spent['requests']:,} requests "
           f"({spent['retried_requests']:,} retried), {spent['prompt_tokens']:,} prompt and "
           f"{spent['completion_tokens']:,} completion tokens, {evaluation.wall:.1f} s; log {args.log}")
-    if len(rows) < VALIDATION_SIZE:
-        print(f"note: {len(rows)} of {VALIDATION_SIZE} boards, a quick look, not the protocol: score reads "
-              f"complete passes only")
-    else:
-        print(f"score it: python -m sokoban_tools score {args.log}")
+    print(next_step(len(rows), args.log))
     differences = off_protocol(args, decoding)
     if differences:
         print(f"note: not verl-agent's validation settings: {'; '.join(differences)} (the manifest says so)")
     return 0
+
+
+def next_step(boards: int, log: Path, how: str = "") -> str:
+    """A writer's last line: how to score its log, or, for fewer than all boards (``how`` says by
+    what option), why ``score`` will not read it."""
+    if boards < VALIDATION_SIZE:
+        return (f"note: {boards} of {VALIDATION_SIZE} boards{f' ({how})' if how else ''}, a quick look, not the "
+                f"protocol: score reads complete passes only")
+    return f"score it: python -m sokoban_tools score {log}"
 
 
 if __name__ == "__main__":
