@@ -128,3 +128,16 @@ def test_the_cards_results_table_collapses_one_methods_seeds_into_one_row_with_m
     table = results_table(entries).splitlines()
     assert [row.split(" | ")[0] for row in table[2:]] == ["| `optimal`", "| `ppo-seed*` (3 seeds)", "| `random-policy`"]
     assert "median 15.6% (range 7.8%–23.4%) | 1 of 3 ≈ best |" in table[3]
+
+
+def test_the_default_budget_is_the_committed_runs_so_train_with_a_seed_plays_that_run_again():
+    from sokoban_tools.pipeline.publish.training_report import run_logs
+    from sokoban_tools.training.train import DEFAULT_STEPS
+
+    logs = [log for method_logs in run_logs(REPO).values() for log in method_logs]
+    assert len(logs) == 9
+    for log in logs:
+        settings = read_manifest(manifest_path(log))["settings"]
+        assert settings["update_budget.total_training_steps"] == DEFAULT_STEPS, log
+        assert settings["evaluation.frequency"] == DEFAULT_STEPS // 10, log
+        assert b'"phase":"training"' not in log.read_bytes(), log  # published: the passes alone

@@ -13,7 +13,10 @@ costs); ``LOG.checkpoint`` is written after every pass. A run started again on i
 continues from its checkpoint: the records written after it are set aside (kept beside
 the log, see :func:`sokoban_tools.records.episodes.set_aside`) and played again, so the
 log holds each record once and, the run being deterministic (one torch thread, every
-generator seeded and checkpointed), the same bytes as a run never stopped.
+generator seeded and checkpointed), the same bytes as a run never stopped. ``--publish DIR``,
+once the run has reached its budget, writes ``DIR/<method>-<seed>.jsonl``: the log's
+validation passes, line for line, with the manifest beside it (the training rows, 20-30 MB a
+run of 1M steps, stay in the log); the runs under ``examples/training`` are these.
 
 Hyperparameters, identical across methods where they apply, chosen without the
 validation boards: stable-baselines3 2.9.2's PPO defaults (learning rate 3e-4, 10 epochs,
@@ -42,7 +45,7 @@ from ..records.manifest import add_costs, manifest_path, read_manifest
 from ..records.rows import DataError
 
 METHODS = {"ppo": "PPO", "grpo": "GRPO", "gigpo": "GiGPO"}
-DEFAULT_STEPS = 50_000  # the committed runs' budget: `train --method ppo --seed 0` plays ppo-0 again
+DEFAULT_STEPS = 1_000_000  # the committed runs' budget: `train --method ppo --seed 0` plays ppo-0 again
 VALIDATION_ENVS = 16
 NETWORK = [256, 256]
 SHARED = {"learning_rate": 3e-4, "n_epochs": 10, "batch_size": 64, "clip_range": 0.2, "max_grad_norm": 0.5,
