@@ -88,6 +88,11 @@ def test_a_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopped(s
     seen = checkpoint.stat().st_mtime_ns  # the checkpoint after the pass before training
     wait_for(lambda: checkpoint.stat().st_mtime_ns != seen or victim.poll() is not None, 600,
              "the checkpoint after the pass at 2,048")
+    # then a record after it, so the kill has records to set aside: on a busy machine the kill could
+    # otherwise land right after the checkpoint, before the run wrote anything more
+    written = killed.stat().st_size
+    wait_for(lambda: killed.stat().st_size > written or victim.poll() is not None, 600,
+             "a record after that checkpoint")
     os.kill(victim.pid, signal.SIGKILL)  # in training after the checkpoint at 2,048: its episodes under way
     victim.wait()
     assert victim.returncode == -signal.SIGKILL  # killed, not finished
