@@ -300,6 +300,11 @@ def _record_costs(log: Path, run: Run) -> None:
                         ENV_STEPS_COST: (UNIT, run.learner.env_steps)})
 
 
+def published_name(method: str, seed: int) -> str:
+    """The file name ``--publish`` gives a run, and the committed runs have."""
+    return f"{method}-{seed}.jsonl"
+
+
 def publish(log: Path, folder: Path, method: str, seed: int) -> Path:
     """Write ``folder/<method>-<seed>.jsonl``, the validation rows of the finished run ``log`` in
     their order, and its manifest beside it; both are read and checked before either is written."""
@@ -312,7 +317,7 @@ def publish(log: Path, folder: Path, method: str, seed: int) -> Path:
     fix = "move the log away and train the run again"
     lines = "".join(record.to_line() + "\n" for record in iter_episodes(log, fix) if record.phase == "validation")
     manifest_bytes = manifest.read_bytes()
-    out = folder / f"{method}-{seed}.jsonl"
+    out = folder / published_name(method, seed)
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(out, lines.encode("utf-8"))
     write_atomic(manifest_path(out), manifest_bytes)

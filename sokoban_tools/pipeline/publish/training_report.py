@@ -19,7 +19,7 @@ from ...evaluation.charts import line_chart
 from ...integrations.gymnasium_env.schedule import ENV_STEPS_COST
 from ...layout import TRAINING_METHODS, TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
 from ...records.manifest import manifest_path, read_manifest
-from ...training.train import METHODS
+from ...training.train import METHODS, published_name
 
 PAIRS = (("ppo", "grpo"), ("grpo", "gigpo"), ("ppo", "gigpo"))
 SEED_ENTRY = re.compile(r"(?P<prefix>.+)-seed(?P<seed>\d+)")  # results/<method>-seed<k>: one entry per seed
@@ -27,7 +27,7 @@ SEED_ENTRY = re.compile(r"(?P<prefix>.+)-seed(?P<seed>\d+)")  # results/<method>
 
 def run_logs(repo: Path) -> dict[str, list[Path]]:
     """The committed logs of each method, in seed order (methods without any are left out)."""
-    found = {method: [repo / TRAINING_RUNS / f"{method}-{seed}.jsonl" for seed in TRAINING_SEEDS] for method in
+    found = {method: [repo / TRAINING_RUNS / published_name(method, seed) for seed in TRAINING_SEEDS] for method in
              TRAINING_METHODS}
     return {method: [log for log in logs if log.is_file()] for method, logs in found.items()
             if any(log.is_file() for log in logs)}
