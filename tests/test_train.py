@@ -16,7 +16,7 @@ from conftest import REPO
 from sokoban_tools.records.episodes import read_episodes, side_files
 from sokoban_tools.records.manifest import manifest_path, read_manifest
 from sokoban_tools.records.rows import DataError
-from sokoban_tools.training.train import publish
+from sokoban_tools.training.publish import publish
 
 
 def command(*options: str) -> list[str]:

@@ -30,7 +30,6 @@ discount 0.95 of verl-agent's Sokoban GiGPO script.
 from __future__ import annotations
 
 import argparse
-import io
 import random
 import sys
 import time
@@ -38,11 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import write_atomic
 from ..help_text import Parser
-from ..records.episodes import episode_writer, iter_episodes
+from ..records.episodes import episode_writer
 from ..records.manifest import add_costs, manifest_path, read_manifest
 from ..records.rows import DataError
+from .checkpoint import FORMAT, checkpoint_path, load_checkpoint, log_records, save_checkpoint
+from .publish import publish
 
 METHODS = {"ppo": "PPO", "grpo": "GRPO", "gigpo": "GiGPO"}
 DEFAULT_STEPS = 1_000_000  # the committed runs' budget: `train --method ppo --seed 0` plays ppo-0 again
@@ -58,12 +58,6 @@ CHOSEN = ("stable-baselines3 2.9.2's PPO defaults (its 2,048-step rollout as 8 e
           "the group of verl-agent's Sokoban scripts (env.rollout.n=8) over 16 boards an update; GiGPO's step "
           "weight 1.0 and discount 0.95 from verl-agent's Sokoban GiGPO script; none tuned, and never on the "
           "validation boards")
-CHECKPOINT = ".checkpoint"
-FORMAT = "sokoban-fairness training checkpoint 1"
-
-
-def checkpoint_path(log: Path) -> Path:
-    return log.with_name(log.name + CHECKPOINT)
 
 
 def hyperparameters(method: str) -> dict:
@@ -189,35 +183,6 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _records(log: Path) -> int:
-    """The complete lines of the log (a torn last line is not a record)."""
-    return log.read_bytes().count(b"\n") if log.exists() else 0
-
-
-def save_checkpoint(run: Run, started_cpu: float) -> None:
-    import torch
-
-    run.cpu_seconds += time.process_time() - started_cpu
-    buffer = io.BytesIO()
-    torch.save(run.state_dict(_records(run.log)), buffer)
-    write_atomic(checkpoint_path(run.log), buffer.getvalue())
-
-
-def load_checkpoint(path: Path, method: str, seed: int, steps: int, every: int) -> dict:
-    import torch
-
-    state = torch.load(path, weights_only=False)
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise DataError(f"{path}: not a training checkpoint of this version; move it away to start the run again")
-    asked = {"method": method, "seed": seed, "steps": steps, "every": every}
-    differ = [key for key, value in asked.items() if state[key] != value]
-    if differ:
-        saved = ", ".join(f"--{'eval-every' if k == 'every' else k} {state[k]}" for k in differ)
-        raise DataError(f"{path}: the checkpoint is of a run with {saved}; run it with those, or give this run "
-                        f"another --log")
-    return state
-
-
 def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool = False) -> list[dict]:
     """Train (or continue) one run to its budget; returns its validation passes."""
     from tqdm import tqdm
@@ -235,7 +200,7 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
             if moved is not None:
                 print(moved.notice(log), file=sys.stderr)
             run.load_state_dict(state)
-        elif _records(log) or (log.exists() and log.stat().st_size):
+        elif log_records(log) or (log.exists() and log.stat().st_size):
             moved = writer.set_aside("restart")
             if moved is not None:
                 print(moved.notice(log), file=sys.stderr)
@@ -298,30 +263,6 @@ def _record_costs(log: Path, run: Run) -> None:
     if ENV_STEPS_COST not in manifest["costs"]:
         add_costs(log, {"cpu_seconds": ("CPU-seconds", run.cpu_seconds),
                         ENV_STEPS_COST: (UNIT, run.learner.env_steps)})
-
-
-def published_name(method: str, seed: int) -> str:
-    """The file name ``--publish`` gives a run, and the committed runs have."""
-    return f"{method}-{seed}.jsonl"
-
-
-def publish(log: Path, folder: Path, method: str, seed: int) -> Path:
-    """Write ``folder/<method>-<seed>.jsonl``, the validation rows of the finished run ``log`` in
-    their order, and its manifest beside it; both are read and checked before either is written."""
-    from ..integrations.gymnasium_env.schedule import ENV_STEPS_COST
-
-    manifest = manifest_path(log)
-    if ENV_STEPS_COST not in read_manifest(manifest)["costs"]:
-        raise DataError(f"{manifest}: the run has not reached its budget (no {ENV_STEPS_COST} cost yet); run the "
-                        f"same train command to finish it, then publish")
-    fix = "move the log away and train the run again"
-    lines = "".join(record.to_line() + "\n" for record in iter_episodes(log, fix) if record.phase == "validation")
-    manifest_bytes = manifest.read_bytes()
-    out = folder / published_name(method, seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, lines.encode("utf-8"))
-    write_atomic(manifest_path(out), manifest_bytes)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

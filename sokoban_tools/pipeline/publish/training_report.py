@@ -19,7 +19,8 @@ from ...evaluation.charts import line_chart
 from ...integrations.gymnasium_env.schedule import ENV_STEPS_COST
 from ...layout import TRAINING_METHODS, TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
 from ...records.manifest import manifest_path, read_manifest
-from ...training.train import METHODS, published_name
+from ...training.publish import published_name
+from ...training.train import METHODS
 
 PAIRS = (("ppo", "grpo"), ("grpo", "gigpo"), ("ppo", "gigpo"))
 SEED_ENTRY = re.compile(r"(?P<prefix>.+)-seed(?P<seed>\d+)")  # results/<method>-seed<k>: one entry per seed
