@@ -63,6 +63,9 @@ def write_temp(path: Path, data: bytes) -> str:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private; published files are not
+    except OSError as err:  # a full disk, a file size limit: name the file written, which a write's error does not
+        os.unlink(tmp)
+        raise OSError(err.errno, err.strerror, str(path)) from None
     except BaseException:
         os.unlink(tmp)
         raise

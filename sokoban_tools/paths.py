@@ -11,6 +11,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -75,3 +76,21 @@ def _unwritable(path: Path, another: str) -> str | None:
     except OSError as err:
         return f"{existing}: cannot be written ({err.strerror}); make it writable (chmod u+w) or {another}"
     return None
+
+
+_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+
+
+def os_error_line(err: OSError, again: str = "run the same command") -> str:
+    """An ``OSError`` a command met, as one line naming the path and the fix (``again``: what
+    to do once fixed). An error raised with its own message (no path attribute) says both already."""
+    if err.filename is None:
+        return str(err)
+    where = f"{err.filename} -> {err.filename2}" if err.filename2 else str(err.filename)
+    if err.errno in _FULL:
+        fix = f"free space (or raise the file size limit) and {again}"
+    elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = f"give it the permissions the command needs (or give another path) and {again}"
+    else:
+        fix = f"fix that and {again}"
+    return f"{where}: {err.strerror}; {fix}"

@@ -45,8 +45,8 @@ beside it, which the kernel drops when the process ends (even by kill -9), so a 
 writer never blocks the next (a writer that closes removes the file; a dead one's stays). A second process on the same log is refused
 (:class:`LogInUse`, one line naming the log and the holder) before it writes anything.
 Holding the lock, the writer knows that temporary files its log's writes leave
-(``.<log>...tmp``: a side file's, a manifest's) are a dead writer's, and removes them,
-saying so in one line.
+(``.<log>...tmp``: a side file's, a manifest's, a training checkpoint's) are a dead writer's,
+and removes them, saying so in one line.
 
 Records are never deleted: records a resumed or restarted run will write again,
 and a torn last line, are moved out of the log by :func:`set_aside` into a side
@@ -261,9 +261,10 @@ def lock_path(log: Path | str) -> Path:
 
 def _temporaries(log: Path) -> list[Path]:
     """The temporary files the writes of ``log`` make beside it (:func:`sokoban_tools.files.write_temp`
-    of the log itself, its manifest, its side files and their manifests), left there by a
-    writer that died before renaming them."""
-    family = re.compile(re.escape(log.name) + r"(\.manifest\.json|\.aside-\d+\.[a-z0-9-]+\.(jsonl|manifest\.json))?")
+    of the log itself, its manifest, its side files and their manifests, and ``train``'s checkpoint
+    ``<log>.checkpoint``), left there by a writer that died before renaming them."""
+    family = re.compile(re.escape(log.name) +
+                        r"(\.manifest\.json|\.aside-\d+\.[a-z0-9-]+\.(jsonl|manifest\.json)|\.checkpoint)?")
     if not log.parent.is_dir():
         return []
     return sorted(path for path in log.parent.iterdir()

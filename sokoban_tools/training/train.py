@@ -1,7 +1,7 @@
 """Train PPO, GRPO or GiGPO on the 5,000 training boards and validate on the 256.
 
     python -m sokoban_tools train --method ppo|grpo|gigpo --seed S --log LOG
-                                  [--steps N] [--eval-every N] [--publish DIR] [--quiet]
+                                  [--steps N] [--eval-every N] [--publish DIR [--replace]] [--quiet]
 
 One network, one budget and one schedule for every method: stable-baselines3's
 ``ActorCriticPolicy`` (two layers of 256, tanh) over the one-hot grid observation of
@@ -38,11 +38,12 @@ from pathlib import Path
 import numpy as np
 
 from ..help_text import Parser
+from ..paths import os_error_line
 from ..records.episodes import episode_writer
 from ..records.manifest import add_costs, manifest_path, read_manifest
 from ..records.rows import DataError
 from .checkpoint import FORMAT, checkpoint_path, load_checkpoint, log_records, save_checkpoint
-from .publish import publish
+from .publish import check_destination, publish
 
 METHODS = {"ppo": "PPO", "grpo": "GRPO", "gigpo": "GiGPO"}
 DEFAULT_STEPS = 1_000_000  # the committed runs' budget: `train --method ppo --seed 0` plays ppo-0 again
@@ -188,10 +189,14 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
     from tqdm import tqdm
 
     started_cpu = time.process_time()
-    path = checkpoint_path(log)
-    state = load_checkpoint(path, method, seed, steps, every) if path.exists() else None
-    run = Run(method, seed, log, steps, every)  # writes (or checks) the manifest before any record
-    writer = episode_writer(log)
+    writer = episode_writer(log)  # the log's lock first: a run another process writes is refused before any read
+    try:
+        path = checkpoint_path(log)
+        state = load_checkpoint(path, log, method, seed, steps, every) if path.exists() else None
+        run = Run(method, seed, log, steps, every)  # writes (or checks) the manifest before any record
+    except BaseException:
+        writer.close()
+        raise
     try:
         if state is not None:
             kept = iter(range(state["records"]))
@@ -280,10 +285,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--publish", type=Path, default=None, metavar="DIR",
                         help="once the run is complete, write its validation passes and manifest to "
                              "DIR/<method>-<seed>.jsonl")
+    parser.add_argument("--replace", action="store_true", help="let --publish write over an earlier publish of "
+                                                                   "the same run")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    if args.seed < 0:
-        parser.error("--seed must be 0 or more")
+    if not 0 <= args.seed < 2 ** 32:  # numpy's seeds
+        parser.error(f"--seed must be between 0 and {2 ** 32 - 1}, got {args.seed}")
+    if args.replace and args.publish is None:
+        parser.error("--replace is for --publish DIR: give the folder to publish in")
     if args.steps < 1:
         parser.error("--steps must be 1 or more")
     every = args.eval_every if args.eval_every is not None else max(args.steps // 10, 1)
@@ -294,11 +303,19 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("error: train needs stable-baselines3 and torch: pip install -e '.[train]'", file=sys.stderr)
         return 1
+    if args.publish is not None:  # before training: a run must not train for hours to fail at its end
+        problem = check_destination(args.log, args.publish, args.method, args.seed, args.replace)
+        if problem:
+            parser.error(problem)
     try:
         passes = train(args.method, args.seed, args.log, args.steps, every, args.quiet)
-        published = publish(args.log, args.publish, args.method, args.seed) if args.publish else None
+        published = publish(args.log, args.publish, args.method, args.seed, args.replace) if args.publish else None
     except (DataError, ValueError, RuntimeError) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:  # LogInUse (another process writes the log), a full disk, a file size limit
+        print(f"error: {os_error_line(err, 'run the same command: it continues from its last checkpoint')}",
+              file=sys.stderr)
         return 1
     last = passes[-1]
     print(f"trained {METHODS[args.method]} seed {args.seed} to {last['env_steps']:,} env steps; last validation "
