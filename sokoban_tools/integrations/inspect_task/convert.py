@@ -13,8 +13,10 @@ and the fix):
 - the run finished and every sample has its episode: no sample failed, none is missing,
   one epoch; a run with ``--limit N`` is converted as ``evaluate --boards N`` is logged, a
   quick look that ``score`` refuses as not the protocol;
-- every episode replays from its moves to the outcome, actions and return it records,
-  and took one request per turn.
+- every episode is the one the sample's own model answers played: one request a turn, each
+  answer's projection (read as the solver read it) the move of its turn, the sample's score
+  its outcome, labelled with the boards the run played (their SHA-256) at update 0; and it
+  replays from its moves to the outcome, actions and return it records.
 
 The records are labelled with the model as its server names it (the method, as ``evaluate``
 labels them), ``seed<SEED>`` and update 0, each with its moves. The manifest is the one
@@ -40,7 +42,8 @@ from ...layout import VALIDATION_DATA
 from ...paths import PathError, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
-from ...records.episodes import EpisodeRecord, episode_writer
+from ...records.episodes import EpisodeRecord, episode_writer, moves_of
+from ...runtime.projection import project_answer
 from ...records.manifest import NOTES, add_costs, read_manifest, write_manifest
 from ...records.rows import DataError
 from ..served.client import Decoding, public_url
@@ -123,7 +126,31 @@ def boards_expected(path: Path, log, rows: list) -> list:
     return rows[:limit]
 
 
-def episodes(path: Path, log, rows: list, method: str | None, run: str | None) -> list[EpisodeRecord]:
+def answers_problem(sample, record: EpisodeRecord) -> str | None:
+    """What the sample's own model answers contradict in its ``record``, or ``None``: one request a
+    turn, each answer's projection (as the solver read it) the move of its turn, the score the outcome."""
+    from inspect_ai.scorer import CORRECT
+
+    from .task import response_text
+
+    answers = [event for event in sample.events if event.event == "model"]
+    projected = moves_of(project_answer(text if (text := response_text(event)) is not None
+                                        else event.output.completion)[0] for event in answers)
+    if len(answers) != len(record.moves):
+        return (f"it holds {len(answers)} model requests for the {len(record.moves)} turns of its episode, not one "
+                f"request a turn")
+    if projected != record.moves:
+        turn = next(i for i, (a, b) in enumerate(zip(projected, record.moves)) if a != b)
+        return (f"its episode's moves {record.moves!r} are not the model's answers, which give {projected!r} "
+                f"(turn {turn + 1}: {record.moves[turn]!r} recorded, {projected[turn]!r} answered)")
+    score = next(iter((sample.scores or {}).values()), None)
+    if score is not None and (score.value == CORRECT) != record.won:
+        return f"its score is {score.value!r} but its episode says won={str(record.won).lower()}"
+    return None
+
+
+def episodes(path: Path, log, rows: list, sha256: str, method: str | None, run: str | None
+             ) -> list[EpisodeRecord]:
     """Every board's record, in board order, checked (see the module docstring)."""
     by_id = {row.task_id: row for row in rows}
     wanted = [row.task_id for row in boards_expected(path, log, rows)]
@@ -149,13 +176,17 @@ def episodes(path: Path, log, rows: list, method: str | None, run: str | None) -
         if record.task_id != str(sample.id) or record.task_id not in by_id:
             raise Refused(f"{where}: its episode is of board {record.task_id!r}, not a validation board of "
                           f"this sample: the log was edited; run the task again")
+        if (record.phase, record.update, record.evaluation_sha256) != ("validation", 0, sha256):
+            raise Refused(f"{where}: its episode is labelled phase {record.phase!r}, update {record.update}, boards of "
+                          f"SHA-256 {record.evaluation_sha256}, but the task played the validation boards of "
+                          f"{VALIDATION_DATA} (SHA-256 {sha256}) at update 0: the log was edited; run the task again")
         problem = check_record(record, by_id[record.task_id].board, DEFAULT_MAX_STEPS)
         if problem:
             raise Refused(f"{where}: {problem}; the log does not record what was played: run the task again")
-        turns = sum(event.event == "model" for event in sample.events)
-        if sample.events and turns != len(record.moves):
-            raise Refused(f"{where}: {turns} model requests for {len(record.moves)} turns, not one request per "
-                          f"turn: the log was not written by this task's solver; run `{HOW_TO_RUN}`")
+        problem = answers_problem(sample, record)
+        if problem:
+            raise Refused(f"{where}: {problem}; the log does not record what the model answered: run "
+                          f"`{HOW_TO_RUN}` again")
         found[record.task_id] = replace(record, method=method or record.method, run=run or record.run)
     missing = [task_id for task_id in wanted if task_id not in found]
     extra = [task_id for task_id in found if task_id not in set(wanted)]
@@ -250,7 +281,7 @@ def convert(options) -> tuple[list[EpisodeRecord], dict]:
         raise Refused(f"{path}: played boards of SHA-256 {metadata['evaluation_sha256']}, not {sha256}")
     _, name = served_model(log.eval.model)
     method = options.method or name
-    records = episodes(path, log, rows, method, options.run)
+    records = episodes(path, log, rows, sha256, method, options.run)
     manifest = manifest_of(path, log, options, method, records)
     if options.settings_from is not None:
         read_manifest(options.settings_from)

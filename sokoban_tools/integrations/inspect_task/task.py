@@ -72,12 +72,19 @@ def answer_text(output: ModelOutput) -> str:
     the sample's last model event keeps, holds the text whole. A provider whose response is of
     another shape gives its answer text, as it gives it to every Inspect solver."""
     event = next((e for e in reversed(transcript().events) if isinstance(e, ModelEvent)), None)
+    text = response_text(event)
+    return output.completion if text is None else text
+
+
+def response_text(event: ModelEvent | None) -> str | None:
+    """The answer's text in the raw response a model event keeps, if it keeps one of the
+    OpenAI-compatible shape (see :func:`answer_text`); ``inspect-log`` replays a log's turns by it."""
     response = event.call.response if event is not None and event.call is not None else None
     try:
         content = response["choices"][0]["message"]["content"]
     except (TypeError, KeyError, IndexError):
         content = None
-    return content if isinstance(content, str) else output.completion
+    return content if isinstance(content, str) else None
 
 
 class PromptTooLong(RuntimeError):
