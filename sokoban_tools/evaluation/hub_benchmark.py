@@ -52,7 +52,10 @@ SCORERS = ({"name": "match"},)
 
 
 def _string(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    """``text`` as a YAML double-quoted scalar on one line: JSON's escapes, and those of the
+    characters YAML also reads as line breaks, which JSON leaves as they are."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    return quoted.replace("\u0085", "\\N").replace("\u2028", "\\L").replace("\u2029", "\\P")
 
 
 def description() -> str:
@@ -93,7 +96,7 @@ def eval_results(name: str, info: dict, manifest: dict, wins: int, boards: int) 
     differs = notes.get("protocol_settings")
     note = TURNS[mode] + (f"; {differs}" if differs else "")
     lines = [f"# The verified results entry {name} of {HUB_REPO_ID} (python -m sokoban_tools leaderboard: every "
-             f"episode replayed), for .eval_results/ of the model repository {info['model']}.",
+             f"episode replayed), for .eval_results/ of the model repository {_string(info['model'])}.",
              "- dataset:",
              f"    id: {HUB_REPO_ID}",
              f"    task_id: {TASK_IDS[mode]}",

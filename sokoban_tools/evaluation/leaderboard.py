@@ -59,7 +59,7 @@ from sokoban_published import ChecksumError
 
 from ..files import json_document, sha256_bytes, write_atomic
 from ..help_text import Parser
-from ..paths import PathError, read_bounded
+from ..paths import PathError, os_error_line, read_bounded, unwritable
 from ..protocol import STRATA
 from ..records import strict_json
 from ..records.boards import BoardsNotFound
@@ -145,6 +145,15 @@ def _checked_info(path: Path) -> dict:
     if not isinstance(info["settings"], dict) or sorted(info["settings"]) != sorted(SETTING):
         raise EntryRefused(f"{path}: settings must hold every controlled setting, as the manifest had them")
     return info
+
+
+_HUB_MODEL_ID = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+
+
+def is_hub_model_id(model: str) -> bool:
+    """Whether ``model`` is a Hub model id (``owner/name``, or an old one-part name), the only
+    model a ``.eval_results`` file can be published for."""
+    return bool(_HUB_MODEL_ID.fullmatch(model)) and ".." not in model and "--" not in model
 
 
 def shown(name: str) -> str:
@@ -473,6 +482,10 @@ def write_eval_results(results: Path, name: str, out: Path, validation: Path | N
     if entry.info["model"].strip().lower().startswith("none"):
         raise EntryRefused(f"{folder}: is a scripted policy's entry (model {entry.info['model']!r}), which no model "
                            f"repository publishes; give an entry of a model on the Hub")
+    if not is_hub_model_id(entry.info["model"]):
+        raise EntryRefused(f"{folder}: its model {json.dumps(entry.info['model'])} is not a Hub model id "
+                           f"(owner/name, letters, digits, '.', '_' and '-'), so no model repository publishes it; "
+                           f"give an entry of a model on the Hub")
     observation = entry.manifest["settings"]["image_processing.observation"]
     if observation not in TASK_IDS:
         raise EntryRefused(f"{folder}: played the {observation!r} observation, which is none of the benchmark's "
@@ -480,6 +493,9 @@ def write_eval_results(results: Path, name: str, out: Path, validation: Path | N
                            f"entry of a model played in one of them")
     text = eval_results(entry.name, entry.info, entry.manifest, int(entry.group.won.sum()), len(entry.group.won))
     path = out / eval_results_name(name)
+    problem = unwritable(path, "--out")
+    if problem:
+        raise PathError(problem)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text.encode("utf-8"))
     return path
@@ -527,13 +543,26 @@ def main(argv: list[str] | None = None) -> int:
     hub.add_argument("--out", type=Path, default=Path(EVAL_RESULTS_FOLDER),
                      help=f"the folder to write it in (default: {EVAL_RESULTS_FOLDER}/, as in a model repository)")
     args = parser.parse_args(argv)
+    for option, value in (("--add", args.add), ("--eval-results", args.eval_results)):
+        problem = name_problem(value) if value is not None else None
+        if problem:
+            parser.error(f"{option}: {problem}")
+    if args.eval_results is not None:
+        adding_given = [f"--{key.replace('_', '-')}" for key in ("add", "log", "model", "submitted_by", "link", "date",
+                                                                 "notes", "run", "update")
+                        if getattr(args, key) is not None]
+        if adding_given:
+            parser.error(f"--eval-results writes the Hub file of an entry already added; {', '.join(adding_given)} "
+                         f"add(s) one: give --add first, then --eval-results in a second command")
+    elif args.out != Path(EVAL_RESULTS_FOLDER):
+        parser.error("--out is the folder of --eval-results NAME: give the entry's name")
     try:
-        if args.eval_results:
+        if args.eval_results is not None:
             path = write_eval_results(args.results, args.eval_results, args.out, args.evaluation)
             print(f"wrote {path}: the verified entry {args.eval_results} as the model repository publishes it "
                   f"(add it to .eval_results/ of that repository by a pull request)")
             return 0
-        if args.add:
+        if args.add is not None:
             missing = [f"--{key.replace('_', '-')}" for key in ("log", "model", "submitted_by", "link")
                        if getattr(args, key) is None]
             if missing:
@@ -548,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except OSError as err:
-        print(f"error: {err.filename}: {err.strerror}", file=sys.stderr)
+        print(f"error: {os_error_line(err)}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 1 if report["refused"] else 0
