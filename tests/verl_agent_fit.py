@@ -248,7 +248,8 @@ def child(run: dict, config, solutions, status: Path) -> None:
 def prepare(folder: Path, operation: dict) -> None:
     """Between runs, as a user or a disk might: ``{"copy": folder}`` (another run's folder, into
     this one), ``{"copy_file": path, "to": path}``, ``{"delete": path}``, ``{"tear": path}`` (its first
-    100 bytes) or ``{"edit": path, "key": [keys...], "value": v}`` (a JSON file's entry) under ``folder``."""
+    100 bytes), ``{"replace_once": path, "old": text, "new": text}``, ``{"edit_lines": path, "keep": n}``
+    or ``{"edit": path, "key": [keys...], "value": v}`` (a JSON file's entry) under ``folder``."""
     if "copy" in operation:
         shutil.copytree(folder.parent / operation["copy"], folder, dirs_exist_ok=True)
         return
@@ -261,6 +262,12 @@ def prepare(folder: Path, operation: dict) -> None:
         return
     if "delete" in operation:
         (folder / operation["delete"]).unlink()
+        return
+    if "replace_once" in operation:  # a text file's first ``old`` made ``new`` (a record edited)
+        path = folder / operation["replace_once"]
+        text = path.read_text()
+        assert operation["old"] in text, operation
+        path.write_text(text.replace(operation["old"], operation["new"], 1))
         return
     if "edit_lines" in operation:  # a text file cut to its first ``keep`` lines
         path = folder / operation["edit_lines"]

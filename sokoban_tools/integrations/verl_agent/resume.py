@@ -18,7 +18,8 @@ episode log is written again. The patched trainer calls, one function each:
   since) or copied from another step (its sampler has not drawn one batch per step, as
   verl-agent's does), is refused naming the file and the way out;
 * :func:`begin_run` from ``fit`` once the checkpoint is loaded: resumed from step N, the
-  log must still hold every record the checkpoint's run had written (a deleted, truncated
+  log must still hold every record the checkpoint's run had written, unchanged (the state
+  holds their SHA-256: a record edited since is refused; a deleted, truncated
   or replaced log is refused, naming the records missing: the passes before the
   checkpoint cannot be played again, so a log without them would pass for a whole run);
   then the
@@ -39,6 +40,7 @@ the run spent.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Iterator
@@ -53,7 +55,7 @@ from ...records.episodes import EpisodeRecord, episode_writer, iter_episodes, ne
 from ...records.manifest import ManifestError, check_fits, manifest_path, merge_costs, read_manifest
 
 STATE_NAME = "sokoban_fairness.json"  # in global_step_N/
-STATE_FORMAT = "sokoban-fairness checkpoint 2"  # 2: with the run's labels and the log's record counts
+STATE_FORMAT = "sokoban-fairness checkpoint 3"  # 2: with the run's labels and the log's record counts; 3: digests
 MAX_STATE_BYTES = 1 << 20
 
 
@@ -74,6 +76,7 @@ class FairRun:
         self.training = self.validation = None  # set by make_fair_envs
         self.restored: int | None = None  # the step of the checkpoint restore_checkpoint_state loaded
         self.restored_log: dict | None = None  # the log's record counts that checkpoint saw
+        self.restored_digests: dict | None = None  # and the SHA-256 of its records (LOG_DIGESTS)
 
     def add_costs(self, entries) -> None:
         """Add a step's cost entries (name: (unit, amount)) and replace the manifest."""
@@ -129,6 +132,7 @@ def save_checkpoint_state(envs, folder: Path | str, global_steps: int) -> Path:
     state = {"format": STATE_FORMAT, "update": global_steps, "release": RELEASE,
              "train_sha256": PUBLISHED_FILES[TRAIN_DATA]["sha256"], "fairness_method": config.method,
              "fairness_run": config.run, "log": None if run.log is None else log_counts(run.log, global_steps),
+             "log_sha256": None if run.log is None else log_digests(run.log, global_steps),
              "sampler": run.training.sampler_state()}
     path = Path(folder) / STATE_NAME
     write_atomic(path, json_document(state))
@@ -185,14 +189,23 @@ def restore_checkpoint_state(envs, folder: Path | str) -> None:
         raise CheckpointStateError(f"{path}: its log counts {counts!r} are not the {', '.join(LOG_COUNTS)} "
                                    f"save_checkpoint_state writes (it was altered, or saved without a log); "
                                    f"{way_out}")
+    digests = state.get("log_sha256")
+    if run.log is not None and not (isinstance(digests, dict) and set(digests) == set(LOG_DIGESTS)
+                                    and all(isinstance(digests[key], str) for key in LOG_DIGESTS)):
+        raise CheckpointStateError(f"{path}: its log digests {digests!r} are not the {', '.join(LOG_DIGESTS)} "
+                                   f"save_checkpoint_state writes (it was altered, or saved without a log); "
+                                   f"{way_out}")
     try:
         run.training.restore_sampler(sampler)
     except (ValueError, TypeError) as err:
         raise CheckpointStateError(f"{path}: its sampler state is refused: {err}; {way_out}") from None
-    run.restored, run.restored_log = state["update"], counts
+    run.restored, run.restored_log, run.restored_digests = state["update"], counts, digests
 
 
 LOG_COUNTS = ("training", "validation", "validation_at_step")
+# The SHA-256 of the log's records at the checkpoint (as their canonical lines, in order), with and
+# without the pass of the checkpoint's step, which a resume that validates first plays again.
+LOG_DIGESTS = ("with_step_pass", "without_step_pass")
 
 
 LOG_FIX = "repair or remove that line, or move the log away and start the run again"
@@ -214,15 +227,37 @@ def log_counts(log: Path, step: int) -> dict:
     return counts
 
 
+def log_digests(log: Path, step: int) -> dict:
+    """The :data:`LOG_DIGESTS` of the log when the checkpoint of ``step`` is saved."""
+    digests = {key: hashlib.sha256() for key in LOG_DIGESTS}
+    for record in _records(log):
+        line = (record.to_line() + "\n").encode("utf-8")
+        digests["with_step_pass"].update(line)
+        if not (record.phase == "validation" and record.update == step):
+            digests["without_step_pass"].update(line)
+    return {key: digest.hexdigest() for key, digest in digests.items()}
+
+
 def _check_log_holds(run: FairRun, step: int, keep, revalidates: bool) -> None:
     """Refuse (:class:`ResumedLogError`) a resume from ``step`` whose log does not hold, among the
     records it keeps, exactly those the checkpoint's run had written (the pass at ``step`` aside
-    when the run ``revalidates``): before anything moves."""
+    when the run ``revalidates``), record for record: before anything moves."""
     counts = run.restored_log
     expected = counts["training"] + counts["validation"] - (counts["validation_at_step"] if revalidates else 0)
-    kept = sum(1 for record in _records(run.log) if keep(record))
+    kept, digest = 0, hashlib.sha256()
+    for record in _records(run.log):
+        if keep(record):
+            kept += 1
+            digest.update((record.to_line() + "\n").encode("utf-8"))
+    state = f"global_step_{step}/{STATE_NAME}"
+    if kept == expected and digest.hexdigest() != run.restored_digests[
+            "without_step_pass" if revalidates else "with_step_pass"]:
+        raise ResumedLogError(
+            f"{run.log}: the {kept} episode records it keeps from before its checkpoint {state} are not those the "
+            f"run had written (their SHA-256 differs): a record was edited, or the log replaced, since; put the log "
+            f"back (with its manifest) and resume, or start again from step 0 with trainer.resume_mode=disable "
+            f"(what the log holds is set aside, not deleted)")
     if kept != expected:
-        state = f"global_step_{step}/{STATE_NAME}"
         raise ResumedLogError(
             f"{run.log}: holds {kept} of the {expected} episode records the run had written when its checkpoint "
             f"{state} was saved ({'missing' if kept < expected else 'more than'} {abs(expected - kept)}): the log "
