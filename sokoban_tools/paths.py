@@ -94,3 +94,9 @@ def os_error_line(err: OSError, again: str = "run the same command") -> str:
     else:
         fix = f"fix that and {again}"
     return f"{where}: {err.strerror}; {fix}"
+
+
+def error_text(err: Exception) -> str:
+    """The one line a command prints for ``err``: an ``OSError`` as :func:`os_error_line` gives it
+    (with the path and the fix), any other error's own message."""
+    return os_error_line(err) if isinstance(err, OSError) else str(err)

@@ -39,7 +39,7 @@ from ...evaluation.replay import check_record
 from ...extras import install_advice
 from ...help_text import Parser
 from ...layout import VALIDATION_DATA
-from ...paths import PathError, unwritable
+from ...paths import PathError, error_text, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, episode_writer, moves_of
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         records, manifest = convert(options)
     except (DataError, ChecksumError, PathError, BoardsNotFound, OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {error_text(err)}", file=sys.stderr)
         return 1
     wins = sum(record.won for record in records)
     print(f"{records[0].method} ({records[0].run}): {wins}/{len(records)} boards won ({wins / len(records):.1%}), "

@@ -39,7 +39,7 @@ from sokoban_published import ChecksumError
 
 from ...help_text import Parser
 from ...layout import TRAIN_DATA, VALIDATION_DATA
-from ...paths import PathError, unwritable
+from ...paths import PathError, error_text, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, EpisodeWriter, episode_writer, read_episodes
@@ -394,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         writer = episode_writer(args.log)  # the log's lock, held for the run, before anything is written
     except (OSError, ValueError) as err:
-        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
+        print(f"error: {without_credentials(error_text(err))}", file=sys.stderr)
         return 1
     with writer:
         return evaluate(args, writer)
@@ -415,7 +415,7 @@ def evaluate(args, writer: EpisodeWriter) -> int:
         record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)), resuming=bool(held),
                         seed=args.seed)
     except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
-        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
+        print(f"error: {without_credentials(error_text(err))}", file=sys.stderr)
         return 1
     evaluation = Evaluation(args, model, rows, sha256, held, writer)
     if held:
@@ -427,7 +427,7 @@ def evaluate(args, writer: EpisodeWriter) -> int:
               f"--resume to finish", file=sys.stderr)
         return 130
     except (ManifestError, OSError, ValueError) as err:
-        print(f"error: {without_credentials(str(err))}", file=sys.stderr)
+        print(f"error: {without_credentials(error_text(err))}", file=sys.stderr)
         return 1
     if failure is not None:
         print(f"error: {without_credentials(str(failure))}", file=sys.stderr)

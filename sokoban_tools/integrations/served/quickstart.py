@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from ...help_text import Parser
-from ...paths import read_bounded, unwritable
+from ...paths import error_text, read_bounded, unwritable
 from ...records import strict_json
 from ...records.episodes import LogInUse, episode_writer
 from ...records.manifest import manifest_path
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 _say("evaluate", options)
                 code = evaluate.main(options)  # the same writer: this process holds the lock
     except (OSError, ValueError) as err:  # another process writes the log (LogInUse); no place for a log or its lock
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {error_text(err)}", file=sys.stderr)
         return 1
     if code:
         return code

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ...files import json_document, write_atomic
 from ...help_text import Parser
+from ...paths import error_text
 from ...protocol import VALIDATION_SIZE
 from ...records import strict_json
 from ...records.episodes import episode_writer, read_episodes
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         with episode_writer(args.episode_log) as writer:  # the log's lock, held until the records are in
             records = _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer, printed)
     except (ValueError, OSError) as err:  # DataError, ManifestError and LogInUse are among them
-        print(f"error: {redacted(str(err))}", file=sys.stderr)
+        print(f"error: {redacted(error_text(err))}", file=sys.stderr)
         return 1
     wins = sum(record.won for record in records)
     print(f"{len(records)} episodes ({wins} won) of {method!r} appended to {args.episode_log}; "
