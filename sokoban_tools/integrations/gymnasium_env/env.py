@@ -380,6 +380,8 @@ class SokobanFairnessEnv(gymnasium.Env):
         record = self._game.tally.record(self.method, self.run, "validation" if validation else "training",
                                          label, self._row.task_id, self.sha256 if validation else None)
         self._writer.append([record])  # as every writer records it: the tally's return, unrounded
+        if validation and self._position + self.shard_count >= len(self.rows):
+            self._writer.sync()  # its share of the pass is in: on disk before a checkpoint counts it
 
     def close(self):
         """Release the episode log (its lock goes with the last environment of the process using it)."""
