@@ -46,7 +46,7 @@ def test_a_writer_killed_between_syncs_leaves_every_appended_record_readable(tmp
     assert all(reason == "torn-line" for _, _, reason in side_files(log))
 
 
-@pytest.mark.parametrize("vector_id", ["SokobanFairness-v1"])
+@pytest.mark.parametrize("vector_id", ["SokobanFairness-v1", "SokobanFairnessVector-v1"])
 def test_a_validation_pass_is_synced_when_a_share_of_it_ends_not_once_a_record(tmp_path, monkeypatch, vector_id):
     try:
         import gymnasium
