@@ -220,3 +220,31 @@ def test_bad_input_is_refused_as_the_shards_refuse_it_before_anything_is_written
         envs.reset()  # its logged episodes under way would be lost
     envs.close()
     assert not (tmp_path / "v.jsonl").exists()
+
+
+def test_torch_threads_beyond_the_usable_cores_are_warned_of_once_at_the_first_update(gymnasium, monkeypatch):
+    import os
+    import sys
+    import types
+    import warnings
+
+    from sokoban_tools.integrations.gymnasium_env import threads
+
+    cores = len(os.sched_getaffinity(0))
+    torch = types.SimpleNamespace(get_num_threads=lambda: cores + 3)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(threads, "_warned", False)
+    envs = gymnasium.make_vec("SokobanFairnessVector-v1", num_envs=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        envs.reset(seed=0)  # no learner's update yet: nothing said
+        assert not caught
+        envs.set_update(1)
+        envs.set_update(2)
+        gymnasium.make("SokobanFairness-v1").unwrapped.set_update(3)
+    assert len(caught) == 1 and caught[0].category is RuntimeWarning
+    assert str(caught[0].message).startswith(f"torch runs {cores + 3} threads, more than the {cores} core(s)")
+    assert "torch.set_num_threads(1)" in str(caught[0].message)
+    monkeypatch.setattr(threads, "_warned", False)
+    torch.get_num_threads = lambda: 1
+    assert threads.oversubscription() is None  # one thread always fits

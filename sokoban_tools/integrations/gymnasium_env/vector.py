@@ -47,6 +47,7 @@ from ...records.episodes import EpisodeTally, episode_writer
 from ...records.manifest import write_manifest
 from ...runtime.batch import BoardBatch, BoardTable
 from ...runtime.sampler import TrainingSampler
+from . import threads
 from .env import GRID_CLASSES, SokobanFairnessEnv, _boards
 
 VECTOR_ENV_ID = "SokobanFairnessVector-v1"
@@ -138,6 +139,7 @@ class SokobanFairnessVectorEnv(gymnasium.vector.VectorEnv):
     def set_update(self, update: int) -> None:
         """Label every environment's episodes from its next reset on with ``update`` (see :mod:`.env`)."""
         self._pending[:] = integer("update", update, 0)
+        threads.warn_once()  # a learner is driving the environments: say what its torch threads cost
 
     # -- reset
 
