@@ -131,7 +131,7 @@ class EpisodeRecord:
 
 def moves_of(actions) -> str:
     """The ``moves`` of a sequence of actions 0-4."""
-    return "".join(MOVE_LETTERS[int(action)] for action in actions)
+    return "".join(map(MOVE_LETTERS.__getitem__, map(int, actions)))  # a batched writer makes ~100k a run
 
 
 def actions_of(moves: str) -> list[int]:
@@ -166,7 +166,7 @@ class EpisodeTally:
     @property
     def actions(self) -> int:
         """Actions 1-4 played (an unparseable answer, 0, is not counted)."""
-        return sum(1 for action in self.played if action)
+        return len(self.played) - self.played.count(0)
 
     @property
     def moves(self) -> str:
