@@ -248,3 +248,32 @@ def test_torch_threads_beyond_the_usable_cores_are_warned_of_once_at_the_first_u
     monkeypatch.setattr(threads, "_warned", False)
     torch.get_num_threads = lambda: 1
     assert threads.oversubscription() is None  # one thread always fits
+
+
+def test_a_vector_restored_from_its_state_plays_on_as_the_one_never_stopped(gymnasium, tmp_path):
+    from gymnasium.vector import AutoresetMode
+
+    for split, mode in (("train", AutoresetMode.SAME_STEP), ("validation", AutoresetMode.NEXT_STEP)):
+        logs = [tmp_path / f"{split}-whole.jsonl", tmp_path / f"{split}-restored.jsonl"]
+        settings = {"num_envs": 12, "split": split, "observation": "grid", "autoreset_mode": mode, "batch_size": 20,
+                    "rollout_n": 2} if split == "train" else {"num_envs": 12, "split": split, "autoreset_mode": mode}
+        whole = gymnasium.make_vec("SokobanFairnessVector-v1", episode_log=logs[0], **settings)
+        whole.reset(seed=4)
+        rng = np.random.default_rng(4)
+        for _ in range(50):
+            last = whole.step(rng.integers(0, 5, 12))[0]
+        state, written = whole.state_dict(), logs[0].stat().st_size
+        restored = gymnasium.make_vec("SokobanFairnessVector-v1", episode_log=logs[1], **settings)
+        assert np.array_equal(restored.load_state_dict(state), last)  # the episodes under way, where they stand
+        for number in range(120):
+            actions = rng.integers(0, 5, 12)
+            if number == 60:
+                whole.set_update(60)
+                restored.set_update(60)
+            a, b = whole.step(actions), restored.step(actions)
+            for x, y in zip(a[:4], b[:4]):
+                assert np.array_equal(x, y), (split, number)
+            same_infos(a[4], b[4], f"{split} step {number}")
+        whole.close()
+        restored.close()
+        assert logs[0].read_bytes()[written:] == logs[1].read_bytes() and logs[1].stat().st_size > 0

@@ -30,6 +30,8 @@ Differences from the shards: ``reset()`` resets every environment (there is no
 the vector's own generator for all environments (the shards each seed their own, so
 they do not share draws); ``render_mode`` is not offered. ``set_update(n)`` (or
 ``reset(options={"update": n})``) labels every environment's episodes from its next reset.
+:meth:`~SokobanFairnessVectorEnv.state_dict` and :meth:`~SokobanFairnessVectorEnv.load_state_dict`
+keep and restore everything a checkpoint needs to play on exactly.
 """
 
 from __future__ import annotations
@@ -351,6 +353,39 @@ class SokobanFairnessVectorEnv(gymnasium.vector.VectorEnv):
             infos["logged"] = self._in_pass & mask & (self._writer is not None)
             infos["_logged"] = mask.copy()
         return infos
+
+    # -- checkpoints
+
+    _ARRAYS = ("_turns", "_over", "_started", "_autoreset", "_returns", "_moves", "_update", "_pending",
+               "_progress_given", "_episode", "_draw", "_in_pass", "_passes_begun", "_draws")
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps to continue this vector exactly: every environment's position,
+        episode so far, labels and place in the draws or the pass, and the sampler."""
+        return {"arrays": {name: getattr(self, name).copy() for name in self._ARRAYS},
+                "positions": {name: getattr(self.batch, name).copy() for name in ("board", "player", "box", "steps")},
+                "passes": [sorted(passes) for passes in self._passes], "first": self._first,
+                "cut_episodes": self.cut_episodes,
+                "sampler": None if self._sampler is None else self._sampler.state_dict(),
+                "np_random": None if self._np_random is None else self._np_random.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> np.ndarray:
+        """Continue from :meth:`state_dict` (of a vector made with the same arguments); returns the
+        observations of the episodes under way."""
+        if len(state["arrays"]["_turns"]) != self.num_envs:
+            raise ValueError(f"the state is of a vector of {len(state['arrays']['_turns'])} environments, this one "
+                             f"has {self.num_envs}")
+        for name in self._ARRAYS:
+            setattr(self, name, state["arrays"][name].copy())
+        for name, values in state["positions"].items():
+            setattr(self.batch, name, values.copy())
+        self._passes = [set(passes) for passes in state["passes"]]
+        self._first, self.cut_episodes = state["first"], state["cut_episodes"]
+        ids = [row.task_id for row in self.rows]
+        self._sampler = None if state["sampler"] is None else TrainingSampler.from_state_dict(ids, state["sampler"])
+        if state["np_random"] is not None:
+            self.np_random.bit_generator.state = state["np_random"]
+        return self._observe()
 
     def close_extras(self, **kwargs) -> None:
         """Release the episode log (its lock goes with the last user in the process)."""
