@@ -35,10 +35,11 @@ while True:  # one record an append, never synced, until killed
 def test_a_writer_killed_between_syncs_leaves_every_appended_record_readable(tmp_path):
     log = tmp_path / "killed.jsonl"
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(log)], env=env, stdout=subprocess.PIPE, text=True)
-    assert writer.stdout.readline() == "written\n"  # 500 records appended, none synced
-    os.kill(writer.pid, signal.SIGKILL)
-    writer.wait()
+    with subprocess.Popen([sys.executable, "-c", WRITER, str(log)], env=env, stdout=subprocess.PIPE,
+                          text=True) as writer:
+        assert writer.stdout.readline() == "written\n"  # 500 records appended, none synced
+        os.kill(writer.pid, signal.SIGKILL)
+    assert writer.returncode == -signal.SIGKILL
     with episode_writer(log) as again:  # the next run: a torn last line, if any, is set aside
         again.set_aside("torn-line", keep=lambda record: True)
     records = read_episodes(log)
