@@ -2,6 +2,7 @@
 yardstick is the original algorithm, and the other commands start without it."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -81,3 +82,19 @@ def test_training_figures__the_environments_share_is_timed_in_its_methods_and_th
     share = tb.environment_share("gigpo", 1024)
     assert 0 < share < 1
     assert (SokobanFairnessEnv.reset, SokobanFairnessEnv.step) == before
+
+
+def test_environment_figures__the_arrays_and_the_single_environments_are_timed_in_one_run(monkeypatch):
+    from sokoban_tools.pipeline.publish import environment_benchmark as eb
+
+    for name, value in (("ENVS", 4), ("VECTOR_STEPS", 40), ("SHARD_STEPS", 40), ("REPEATS", 1),
+                        ("SYNC_RECORDS", 3)):
+        monkeypatch.setattr(eb, name, value)
+    rows = eb.environment_figures()
+    assert len(rows) == 4
+    for what, figure, _, _ in rows[:3]:
+        assert "`SokobanFairnessVector-v1`'s arrays (160 env steps)" in what, what
+        assert re.fullmatch(r"arrays \S+ per CPU-second \(\S+ per wall-second\); single environments \S+ per "
+                            r"CPU-second \(\S+ per wall-second\): \d+× per CPU-second", figure), figure
+    assert rows[0][3] == "≥ 1M per CPU-second (grid, no log)" and "every episode logged" in rows[1][0]
+    assert re.fullmatch(r"\S+ ms CPU, \S+ ms wall; every record synced: \S+ ms CPU, \S+ ms wall", rows[3][1])

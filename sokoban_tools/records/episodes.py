@@ -38,6 +38,12 @@ which makes its record, so every writer records the same fields the same way.
 
 Appending writes whole lines in one call, so an interrupted writer leaves at
 most a last line without its newline, which the reader refuses by line number.
+An append reaches the kernel at once, so a writer killed (even by kill -9) loses none
+of it; it reaches the disk (``fsync``) where a run must find it after the machine
+itself fails: :meth:`EpisodeWriter.sync`, which the writers call where a run is made
+durable (the end of each validation pass, before a checkpoint counts the log's records,
+and when the writer closes), not after every record (about 80,000 a run of a million
+env steps, some 3 ms each).
 A process appends to a log through its one :class:`EpisodeWriter` (:func:`episode_writer`),
 which every writer (the verl-agent hooks, ``evaluate``, ``vagen log``, Gymnasium) goes
 through. It holds the log's lock for the run: an exclusive ``flock`` on ``.<log>.lock``
@@ -125,7 +131,7 @@ class EpisodeRecord:
 
 def moves_of(actions) -> str:
     """The ``moves`` of a sequence of actions 0-4."""
-    return "".join(MOVE_LETTERS[int(action)] for action in actions)
+    return "".join(map(MOVE_LETTERS.__getitem__, map(int, actions)))  # a batched writer makes ~100k a run
 
 
 def actions_of(moves: str) -> list[int]:
@@ -160,7 +166,7 @@ class EpisodeTally:
     @property
     def actions(self) -> int:
         """Actions 1-4 played (an unparseable answer, 0, is not counted)."""
-        return sum(1 for action in self.played if action)
+        return len(self.played) - self.played.count(0)
 
     @property
     def moves(self) -> str:
@@ -225,10 +231,21 @@ def _append(path: Path, records: Iterable[EpisodeRecord]) -> int:
             raise ValueError(f"the episode log {path} is not a regular file (a FIFO, socket or device); "
                              f"give a file")
         _write_all(fd, lines.encode("utf-8"), path)
-        os.fsync(fd)
     finally:
         os.close(fd)
     return lines.count("\n")
+
+
+def _sync(path: Path) -> None:
+    """``fsync`` the log at ``path``: its appended bytes on disk."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:  # moved away since: nothing of it to keep
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes, path) -> None:
@@ -342,6 +359,7 @@ class EpisodeWriter:
         self.path = path
         self._fd: int | None = _take_lock(path)
         self._users = 0
+        self._unsynced = False  # records appended since the last sync
         leftovers = _temporaries(path)
         for leftover in leftovers:
             leftover.unlink()
@@ -350,9 +368,19 @@ class EpisodeWriter:
                   f"files a writer of this log left when it died", file=sys.stderr, flush=True)
 
     def append(self, records: Iterable[EpisodeRecord]) -> int:
-        """Append ``records`` in one write (whole lines, synced)."""
+        """Append ``records`` in one write (whole lines; on disk at the next :meth:`sync`)."""
         self._check_open()
-        return _append(self.path, records)
+        written = _append(self.path, records)
+        self._unsynced = self._unsynced or written > 0
+        return written
+
+    def sync(self) -> None:
+        """Put every record appended so far on disk (``fsync``), if any is not yet: where a run
+        must survive the machine failing (a pass's end, a checkpoint, the end)."""
+        self._check_open()
+        if self._unsynced:
+            _sync(self.path)
+            self._unsynced = False
 
     def set_aside(self, reason: str, keep=lambda record: False) -> "SetAside | None":
         """:func:`set_aside` on this log."""
@@ -369,6 +397,7 @@ class EpisodeWriter:
             return
         self._users -= 1
         if self._users <= 0:
+            self.sync()
             _WRITERS.pop(self.path, None)
             lock_path(self.path).unlink(missing_ok=True)  # still held: the next writer makes a new one
             os.close(self._fd)  # closing the descriptor drops the flock

@@ -79,6 +79,7 @@ from ...records.manifest import SETTING, environment_settings, new_manifest, wri
 from ...records.rows import BoardRow
 from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
 from ...runtime.sampler import TrainingSampler
+from . import threads
 from .schedule import StepSchedule
 
 ENV_ID = "SokobanFairness-v1"
@@ -217,6 +218,7 @@ class SokobanFairnessEnv(gymnasium.Env):
         or env steps under an env-step schedule); a method, so stable-baselines3's
         ``env_method("set_update", n)`` reaches it through wrappers and vectors."""
         self._pending = integer("update", update, 0)
+        threads.warn_once()  # a learner is driving the environment: say what its torch threads cost
 
     @property
     def board(self):
@@ -380,6 +382,8 @@ class SokobanFairnessEnv(gymnasium.Env):
         record = self._game.tally.record(self.method, self.run, "validation" if validation else "training",
                                          label, self._row.task_id, self.sha256 if validation else None)
         self._writer.append([record])  # as every writer records it: the tally's return, unrounded
+        if validation and self._position + self.shard_count >= len(self.rows):
+            self._writer.sync()  # its share of the pass is in: on disk before a checkpoint counts it
 
     def close(self):
         """Release the episode log (its lock goes with the last environment of the process using it)."""

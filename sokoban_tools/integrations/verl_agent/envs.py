@@ -217,6 +217,8 @@ class FairSokobanEnvs:
         schedule = self._validation("end_pass")
         schedule.require_complete()
         self._end_episodes()
+        if self._writer is not None:
+            self._writer.sync()  # the pass is in the log: on disk, where a resume will count it
         return schedule.end_pass()
 
     def take_episodes(self) -> list[EpisodeRecord]:

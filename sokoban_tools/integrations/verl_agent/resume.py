@@ -10,7 +10,7 @@ episode log is written again. The patched trainer calls, one function each:
 * :func:`save_checkpoint_state` from ``_save_checkpoint``, before verl-agent's
   ``latest_checkpointed_iteration.txt``: the training episodes still open are recorded, and
   the sampler's state, the run's labels and the log's record counts are written atomically
-  to ``global_step_N/`` (:data:`STATE_NAME`);
+  to ``global_step_N/`` (:data:`STATE_NAME`), once the log is on disk (synced);
 * :func:`restore_checkpoint_state` from ``_load_checkpoint``: that state is restored, so the
   boards drawn after the resume are those an uninterrupted run draws; a missing state (an
   unpatched run's checkpoint), or one altered, of another seed, of another dataset
@@ -128,6 +128,8 @@ def save_checkpoint_state(envs, folder: Path | str, global_steps: int) -> Path:
     ``folder`` (``global_step_N/``) atomically; returns the file."""
     run = fair_run(envs)
     run.training.end_episodes()
+    if run.writer is not None:
+        run.writer.sync()  # the records the state counts are on disk before the state is
     config = run.training.config
     state = {"format": STATE_FORMAT, "update": global_steps, "release": RELEASE,
              "train_sha256": PUBLISHED_FILES[TRAIN_DATA]["sha256"], "fairness_method": config.method,

@@ -1,5 +1,5 @@
 """Time the generator, solver, renderer, the commands, dataset loading, scoring, the verl-agent
-runtime, training and the test suite.
+runtime, the Gymnasium environments, training and the test suite.
 
     python -m sokoban_tools benchmark           # measure and print the figures
     python -m sokoban_tools benchmark --write   # also keep them in BENCHMARKS.md, their one home
@@ -43,7 +43,7 @@ from .. import baselines
 from ..artifacts import default_workers
 from ..generate import pools
 from ..generate.generator import Rejection, forget_rooms, generate
-from . import original, real_model, runtime_benchmark, served_benchmark, training_benchmark
+from . import environment_benchmark, original, real_model, runtime_benchmark, served_benchmark, training_benchmark
 
 GENERATOR_SEEDS = range(3000)
 SOLVER_BOARD_STRIDE = 3  # every 3rd pool board, 2,000 boards: the original takes ~1.5 ms each
@@ -218,6 +218,10 @@ def measure() -> list[tuple[str, str, str, str]]:
     except (ImportError, real_model.Unavailable) as err:
         print(f"benchmark: no figures of a real model: {err}; python tests/install.py installs what it needs",
               file=sys.stderr)
+    try:
+        table += environment_benchmark.environment_figures()
+    except ImportError as err:
+        print(f"benchmark: no Gymnasium environment figures: {err} (pip install -e '.[gymnasium]')", file=sys.stderr)
     try:
         table += training_benchmark.training_figures(ROOT)
     except ImportError as err:

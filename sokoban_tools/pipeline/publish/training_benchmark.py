@@ -1,5 +1,5 @@
-"""Training figures for ``python -m sokoban_tools benchmark``: what the committed runs cost, and
-how much of a run is the environment.
+"""Training figures for ``python -m sokoban_tools benchmark``: what the committed runs cost, how
+much of a run is the environment, and what the batched learner costs beside the current one.
 
 The costs to a success rate come from the nine committed runs (``examples/training``): a run's
 manifest records its total CPU-seconds and env steps only, so the CPU-seconds to a pass are
@@ -24,6 +24,7 @@ from .training_report import run_logs, scored_runs
 
 THRESHOLDS = (0.50, 0.85)
 SHARE_STEPS = 20_480  # ten of PPO's rollouts; one pass before and one after
+BATCHED_STEPS = 102_400  # 25 of the batched learner's rollouts; one pass before and one after
 
 
 def cpu_seconds_to(run: dict, threshold: float) -> float:
@@ -88,6 +89,34 @@ def environment_share(method: str, steps: int = SHARE_STEPS) -> float:
     return spent[0] / total
 
 
+def _timed_run(run) -> tuple[float, float, int]:
+    """(CPU-seconds, wall seconds, env steps trained) of ``run(folder)``, which returns its passes."""
+    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
+        cpu, wall = time.process_time(), time.perf_counter()
+        passes = run(Path(folder) / "run.jsonl")
+        return time.process_time() - cpu, time.perf_counter() - wall, passes[-1]["env_steps"]
+
+
+def batched_figures() -> list[tuple[str, str, str, str]]:
+    """The batched PPO learner against the current trainer's PPO, in this run: CPU-seconds per
+    million env steps, each from a short run (a validation pass before and one after included)."""
+    from ...training.batched_ppo import train_batched
+    from ...training.train import train
+
+    batched = _timed_run(lambda log: train_batched(0, log, BATCHED_STEPS, BATCHED_STEPS))
+    current = _timed_run(lambda log: train("ppo", 0, log, SHARE_STEPS, SHARE_STEPS, quiet=True))
+
+    def per_million(cpu: float, wall: float, steps: int) -> str:
+        return f"{cpu / steps * 1e6:,.0f} CPU-s ({wall / steps * 1e6:,.0f} s wall; {steps:,} env steps run)"
+
+    return [("training CPU-seconds per 1M env steps on one thread, from a short run of each in this run (a "
+             "validation pass before and one after included): the batched PPO (`sokoban_tools/training/"
+             "batched_ppo.py`, 256 environments as arrays, not yet `train`'s learner) against `train --method ppo`",
+             f"batched {per_million(*batched)}; `train --method ppo` {per_million(*current)}: "
+             f"{(current[0] / current[2]) / (batched[0] / batched[2]):.0f}× per env step",
+             "", "≤ 120 CPU-s, ≥ 5× (issue 47)")]
+
+
 def training_figures(repo: Path) -> list[tuple[str, str, str, str]]:
     """(what, figure, original, goal) rows: the committed runs' costs, then the measured share."""
     logs = run_logs(repo)
@@ -108,4 +137,4 @@ def training_figures(repo: Path) -> list[tuple[str, str, str, str]]:
     rows.append((f"the environment's share of a training run's CPU time: `SokobanFairness-v1`'s reset and step, "
                  f"logging included (`train --steps {SHARE_STEPS:,}`, seed 0, a pass before and after)",
                  ", ".join(f"{METHODS[m]} {share:.1%}" for m, share in shares.items()), "", ""))
-    return rows
+    return rows + batched_figures()
