@@ -156,7 +156,8 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
     """The docs page's figures (``table`` is the card's Markdown table maker)."""
     if report is None:
         return {"training_runs_table": "No training run is committed yet.", "training_comparisons": "",
-                "training_ranking": "", "training_budgets": "",
+                "training_ranking": "", "training_budgets": "", "training_pairing": "",
+                "training_alpha": f"{ALPHA:.0%}", "compare_resamples": f"{compare.RESAMPLES:,}",
                 "training_standing": "",
                 "training_hyperparameters": "", "training_budget": "—", "training_cpu": "—",
                 "training_card_chart": ""}
@@ -180,6 +181,8 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
     budget = ", ".join(f"{b:,}" for b in budgets)
     return {"training_runs_table": table(rows), "training_comparisons": "\n\n".join(comparisons),
             "training_ranking": ranking(report), "training_budgets": budgets_text(report, table),
+            "training_pairing": pairing_text(report), "training_alpha": f"{ALPHA:.0%}",
+            "compare_resamples": f"{compare.RESAMPLES:,}",
             "training_standing": standing(report, baselines),
             "training_hyperparameters": table(hyper), "training_budget": budget,
             "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—",
@@ -227,6 +230,18 @@ def verdict(c: dict) -> str:
     need = (f"; about {power['seeds']} seeds a side would detect a difference of this size with 80% power"
             if power else "")
     return f"**Tied** at {last['update']:,} env steps (not separated at {ALPHA:.0%}): {numbers}{floor}{need}."
+
+
+def pairing_text(report: dict) -> str:
+    """Whether the committed runs were compared paired by seed, in one sentence."""
+    paired = {c["report"]["updates"][-1]["seeds"]["paired_by_seed"] for c in report["comparisons"]
+              if c["report"]["updates"][-1]["seeds"]}
+    if paired == {True}:
+        return ("The committed runs of one seed play the same moves before training whatever the method, so "
+                "[Results](results.md#trained-methods-compared) compares them paired.")
+    if paired == {False}:
+        return "The committed runs do not pair so, and [Results](results.md#trained-methods-compared) compares them unpaired."
+    return ""
 
 
 def ranking(report: dict) -> str:
