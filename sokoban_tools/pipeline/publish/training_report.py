@@ -15,7 +15,7 @@ from pathlib import Path
 from statistics import median
 
 from ...evaluation import compare, score
-from ...evaluation.charts import line_chart
+from ...evaluation.charts import line_chart, short_count
 from ...evaluation.stats import holm_adjusted
 from ...integrations.gymnasium_env.schedule import ENV_STEPS_COST
 from ...layout import TRAINING_METHODS, TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
@@ -186,7 +186,7 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
             "training_standing": standing(report, baselines),
             "training_hyperparameters": table(hyper), "training_budget": budget,
             "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—",
-            "training_card_chart": f"![Training curves, {budget} env steps a run](images/training-curves.png)"}
+            "training_card_chart": "![Training curves](images/training-curves.png)"}
 
 
 def comparison_section(report: dict, c: dict, table) -> str:
@@ -245,23 +245,18 @@ def pairing_text(report: dict) -> str:
 
 
 def ranking(report: dict) -> str:
-    """The card's sentence under the results table: which trained methods the seed-aware test
-    separates at the budget, which it leaves tied, and which were still rising."""
+    """The card's line under the results table, short for the card's size: which trained methods
+    the seed-aware test separates at the budget (the others are tied) and which still rise; the
+    intervals and tests are the results page's."""
     if not report["comparisons"]:
         return ""
-    budget = report["comparisons"][0]["report"]["updates"][-1]["update"]
-    seeds = sorted({len([r for r in report["runs"] if r["method"] == m]) for m in report["methods"]})
-    parts = []
-    for c in report["comparisons"]:
-        last = c["report"]["updates"][-1]
-        low, high = last["ci95"]
-        relation = "apart from" if c["separated"] else "tied with"
-        parts.append(f"{METHODS[c['a']]} {relation} {METHODS[c['b']]} ({last['difference']:+.1%} "
-                     f"[{low:+.1%}, {high:+.1%}], p {c['p_holm']:.2g})")
-    return (f"Trained methods at {budget:,} env steps, {' or '.join(map(str, seeds))} seeds a method, ranked apart "
-            f"only where the seed-aware test (permutation over runs, Holm over the pairs) separates them at "
-            f"{ALPHA:.0%}: {'; '.join(parts)}. {still_rising(report)} "
-            f"Tests and curves: [docs/results.md](docs/results.md#trained-methods-compared).")
+    budget = short_count(report["comparisons"][0]["report"]["updates"][-1]["update"])
+    apart = [f"{METHODS[c['a']]} {'>' if c['report']['updates'][-1]['difference'] > 0 else '<'} {METHODS[c['b']]}"
+             for c in report["comparisons"] if c["separated"]]
+    relations = (f"counting seeds, {', '.join(apart)}; the others tied" if apart else
+                 "no two trained methods differ counting seeds")
+    up = [METHODS[m] for m, gain in rising(report).items() if gain > RISING]
+    return f"At {budget} env steps {relations}; {', '.join(up) + ' still rise' if up else 'none still rises'}."
 
 
 def still_rising(report: dict) -> str:
