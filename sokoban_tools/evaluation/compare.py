@@ -385,7 +385,7 @@ def _iqm(entry: dict, side: str) -> str:
     return f"{entry[f'iqm_{side}']:.1%} [{low:.1%}, {high:.1%}]"
 
 
-def _difference(entry: dict) -> str:
+def difference_text(entry: dict) -> str:
     return f"{_percent(entry['difference'])} [{_percent(entry['ci95'][0])}, {_percent(entry['ci95'][1])}]"
 
 
@@ -447,7 +447,7 @@ def seed_lines(report: dict) -> list[str]:
                 f"{power['seeds']:,} (normal approximation {power['normal_approximation']:,}; the exact test "
                 f"needs {power['exact_test_minimum']})")
         rows.append([pass_label(u), f"{len(u['runs_a'])}×{len(u['runs_b'])} "
-                     f"{'paired by seed' if seeds['paired_by_seed'] else 'unpaired'}", _difference(u),
+                     f"{'paired by seed' if seeds['paired_by_seed'] else 'unpaired'}", difference_text(u),
                      f"{u['p_value']:.2g} ({kind})", f"{seeds['per_board_p_value']:.2g}", need])
     if len(rows) == 1:
         return []
@@ -486,7 +486,7 @@ def render(report: dict) -> str:
             pass_label(u), f"{len(u['runs_a'])}×{len(u['runs_b'])}",
             percent_interval(u["success_a"], u["ci95_a"]), percent_interval(u["success_b"], u["ci95_b"]),
             f"{u['both']:,}", f"{u['a_only']:,}", f"{u['b_only']:,}", f"{u['neither']:,}",
-            _difference(u), f"{u['p_value']:.2g}", _iqm(u, "a"), _iqm(u, "b"),
+            difference_text(u), f"{u['p_value']:.2g}", _iqm(u, "a"), _iqm(u, "b"),
             f"{u['probability_of_improvement']:.2f} [{u['probability_of_improvement_ci95'][0]:.2f}, "
             f"{u['probability_of_improvement_ci95'][1]:.2f}]",
         ])
@@ -499,7 +499,7 @@ def render(report: dict) -> str:
             strata_rows.append([pass_label(u), f"{label} actions", f"{entry['boards']:,}",
                                 percent_interval(entry["success_a"], entry["ci95_a"]),
                                 percent_interval(entry["success_b"], entry["ci95_b"]),
-                                _difference(entry), f"{entry['p_value']:.2g}", f"{entry['p_value_holm']:.2g}",
+                                difference_text(entry), f"{entry['p_value']:.2g}", f"{entry['p_value_holm']:.2g}",
                                 " / ".join(floor_percent(e["success"]) for name, e in floor.items()
                                            if name != "optimal")])
     floor_names = " / ".join(name for name in baselines["overall"] if name != "optimal")

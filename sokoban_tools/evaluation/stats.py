@@ -15,10 +15,12 @@ rates near 0 or 1 stay honest:
   on the discordant boards, in integers;
 - several comparisons at once (every results entry against the best): Holm's
   step-down correction of their p-values;
-- several runs per method: a seeded bootstrap that resamples the runs of each
-  method and, within each stratum, the boards (as in rliable's stratified
-  bootstrap), giving percentile intervals for each success rate, their
-  difference and the probability of improvement.
+- several runs per method, the runs the unit of replication: a seeded
+  hierarchical bootstrap (runs, then the boards of each drawn run within each
+  stratum) for each success rate and their difference; an exact permutation
+  test over runs, unpaired or paired by seed; rliable's interquartile mean and
+  probability of improvement with its stratified bootstrap; and the seeds a
+  side that 80% power would take.
 """
 
 from __future__ import annotations

@@ -203,7 +203,7 @@ def comparison_section(report: dict, c: dict, table) -> str:
     for u in full["updates"]:
         seeds = u["seeds"] or {}
         rows.append([f"{u['update']:,}", f"{u['success_a']:.1%}", f"{u['success_b']:.1%}",
-                     compare._difference(u), f"{u['p_value']:.2g}", f"{seeds.get('per_board_p_value', u['p_value']):.2g}",
+                     compare.difference_text(u), f"{u['p_value']:.2g}", f"{seeds.get('per_board_p_value', u['p_value']):.2g}",
                      f"{u['probability_of_improvement']:.2f}"])
     return (f"### {METHODS[c['a']]} vs {METHODS[c['b']]}\n\n{verdict(c)}\n\n"
             f"`{command}` (settings the methods own: {allowed}):\n\n"
