@@ -120,3 +120,40 @@ def test_compare_plot__says_env_steps_and_a_mean_only_over_several_runs(capsys, 
     examples = REPO / "examples" / "episodes"  # evaluate's runs count updates
     compare.learning_curves(compare.compare([examples / "path-follower.jsonl"], [examples / "random.jsonl"]))
     assert drawn["x_label"] == "update"
+
+
+def training_row(method: str, update: int) -> str:
+    return json.dumps({"method": method, "run": "0", "phase": "training", "update": update, "task_id": "train-0001",
+                       "won": False, "actions": 15, "return": -1.5, "evaluation_sha256": None,
+                       "moves": "U" * 15}) + "\n"
+
+
+def with_training(log: str, method: str, after: dict[int, list[int]]) -> None:
+    """Training episodes written after each pass of ``log``, labelled as a learner counting env steps
+    labels them (its count when their rollout began)."""
+    rows = Path(log).read_text().splitlines(keepends=True)
+    out, seen = [], set()
+    for row in rows:
+        label = json.loads(row)["update"]
+        if label not in seen and seen:
+            out += [training_row(method, u) for u in after.get(max(seen), [])]
+        seen.add(label)
+        out.append(row)
+    Path(log).write_text("".join(out))
+
+
+def test_compare__reads_a_passes_env_steps_from_the_training_episodes_after_it(tmp_path, capsys):
+    grpo = relabelled(tmp_path, "grpo", 0, 2000, 5521)
+    ppo = relabelled(tmp_path, "ppo", 0, 2000, 4096)
+    # GRPO's first update took 1,761 steps, its second 1,760: its pass labelled 2,000 came after 3,521
+    with_training(grpo, "GRPO", {0: [0], 2000: [3521]})
+    # PPO's episode begun before its pass at 2,048 ends after it, labelled with the earlier rollout's count
+    with_training(ppo, "PPO", {0: [0], 2000: [0, 2048, 2048]})
+    assert compare.main(["--a", ppo, "--b", grpo, *OWN, "--updates", "2000"]) == 1
+    err = capsys.readouterr().err
+    assert "the passes labelled 2,000 may be up to 1,473 env steps apart: A's pass at 2,048 env steps, B's at " \
+           "3,521" in err
+    loose = report(capsys, "--a", ppo, "--b", grpo, *OWN, "--updates", "2000", "--step-tolerance", "0.5")
+    (entry,) = loose["updates"]
+    assert entry["steps_a"] == {"low": 2048, "high": 2048} and entry["steps_b"] == {"low": 3521, "high": 3521}
+    assert entry["largest_gap"] == 1473 and entry["paired_by"] == "env steps"

@@ -61,11 +61,11 @@ from ..records.boards import BoardsNotFound
 from .charts import PlotUnavailable, chart_format, interval_chart, line_chart, require_matplotlib
 from ..records.manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
 from .baselines import reference_lines
-from .inputs import check_rows_against_manifests, not_a_log
+from .inputs import check_rows_against_manifests, not_a_log, read_log
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
-from .pass_pairing import ENV_STEPS, TOLERANCE, budget_unit, pair, pass_steps
+from .pass_pairing import ENV_STEPS, TOLERANCE, budget_unit, measured_steps, pair, pass_steps
 from .stats import (SUCCESS_INTERVAL, PairedTable, hierarchical_bootstrap, holm_adjusted, interquartile_mean,
                     newcombe_paired_interval, percentile_interval, permutation_test, probability_of_improvement,
                     seeds_for_power, sign_test_p, smallest_p, stratified_bootstrap, success_interval)
@@ -277,11 +277,12 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
     units = {side: sorted({budget_unit(m) for m in found.values()}) for side, found in
              (("a", manifests_a), ("b", manifests_b))}
     plays = (initial_plays(logs_a.rows, a[0].method), initial_plays(logs_b.rows, b[0].method))
+    measured = {**steps_in(a_paths, logs_a, manifests_a), **steps_in(b_paths, logs_b, manifests_b)}
     compared = []
     for label_a, label_b in labels:
         at_a, at_b = [g for g in a if g.update == label_a], [g for g in b if g.update == label_b]
-        passes = pair(label_a, label_b, pass_steps(label_a, _of(at_a, manifests_a)) if manifests else None,
-                      pass_steps(label_b, _of(at_b, manifests_b)) if manifests else None, tolerance,
+        passes = pair(label_a, label_b, _steps(label_a, at_a, manifests_a, measured) if manifests else None,
+                      _steps(label_b, at_b, manifests_b, measured) if manifests else None, tolerance,
                       chosen is not None)
         ordered = seed_pairs(at_a, at_b, plays, {**manifests_a, **manifests_b})
         compared.append(compare_update(at_a, ordered or at_b, boards, resamples, seed, ordered is not None, passes))
@@ -319,9 +320,19 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
     }
 
 
-def _of(groups: list[Group], manifests: dict[str, dict]) -> list[dict]:
-    """The manifests of the logs the runs ``groups`` are in."""
-    return [manifests[str(manifest_path(Path(log)))] for log in dict.fromkeys(l for g in groups for l in g.logs)]
+def steps_in(paths: list[Path], logs, manifests: dict[str, dict]) -> dict[tuple[str, str, int], int]:
+    """The env steps at each pass that the training episodes of logs in env steps record
+    (:func:`~.pass_pairing.measured_steps`); the logs are read again only where they hold
+    training episodes."""
+    if not logs.training_rows or not any(budget_unit(m) == ENV_STEPS for m in manifests.values()):
+        return {}
+    return {key: steps for path in paths for key, steps in measured_steps(read_log(path)).items()}
+
+
+def _steps(label: int, groups: list[Group], manifests: dict[str, dict], measured: dict):
+    """Where the passes ``groups`` at ``label`` lie in env steps (:func:`~.pass_pairing.pass_steps`)."""
+    return pass_steps(label, [(manifests[str(manifest_path(Path(g.logs[0])))], measured.get((g.method, g.run, label)))
+                              for g in groups])
 
 
 def check_chosen(chosen: tuple[int, int], a_updates: set[int], b_updates: set[int]) -> list[tuple[int, int]]:

@@ -6,9 +6,12 @@ it plays the pass at the first update boundary at or past the label: PPO's pass 
 100,000 follows its 100,352nd step, and a group method whose updates hold up to 1,920 steps may
 play its pass labelled 2,000 after 3,521. Two passes with one label are therefore the same
 budget only within an update of each method. The actual count is recorded for a run's last pass
-(its manifest's ``training_env_steps`` cost, the steps trained when the budget was reached) and
-is 0 before training; for the passes between, the manifest bounds it: at most one update's steps
-past the label. ``compare`` pairs two passes when their actual counts, or those bounds, lie within
+(its manifest's ``training_env_steps`` cost, the steps trained when the budget was reached), is 0
+before training, and, in a log that keeps its training episodes, is the label of the training
+episodes that follow the pass (a learner counting env steps labels each episode with its count
+when its rollout began, and the rollout after a pass begins where the pass was played); for the
+passes of a log holding validation alone, the manifest bounds it: at most one update's steps past
+the label. ``compare`` pairs two passes when their actual counts, or those bounds, lie within
 a stated tolerance of each other, and says when it cannot.
 """
 
@@ -64,21 +67,41 @@ class PassSteps:
         return f"{self.low:,} to {self.high:,}" if self.high is not None else f"{self.low:,} or more"
 
 
-def pass_steps(label: int, manifests: list[dict]) -> PassSteps | None:
-    """The env steps at the pass labelled ``label`` of runs with these ``manifests`` (several
-    runs: the range over them); ``None`` for runs counting updates."""
-    if any(budget_unit(m) != ENV_STEPS for m in manifests):
+def measured_steps(records: list) -> dict[tuple[str, str, int], int]:
+    """From a log's records in order: the env steps at each (method, run, pass label) that
+    training episodes after the pass record, the label of the first one at or past the pass's
+    (an episode begun before the pass and ended after it carries a smaller one)."""
+    pending: dict[tuple[str, str], set[int]] = {}
+    found: dict[tuple[str, str, int], int] = {}
+    for record in records:
+        run = (record.method, record.run)
+        if record.phase == "validation":
+            pending.setdefault(run, set()).add(record.update)
+            continue
+        for label in [label for label in pending.get(run, ()) if record.update >= label]:
+            found[(*run, label)] = record.update
+            pending[run].discard(label)
+    return found
+
+
+def pass_steps(label: int, runs: list[tuple[dict, int | None]]) -> PassSteps | None:
+    """The env steps at the pass labelled ``label`` of ``runs`` (each its manifest and the steps
+    measured from its training episodes, or ``None``; several runs: the range over them);
+    ``None`` for runs counting updates."""
+    if any(budget_unit(manifest) != ENV_STEPS for manifest, _ in runs):
         return None
-    bounds = [_bounds(label, manifest) for manifest in manifests]
+    bounds = [_bounds(label, manifest, measured) for manifest, measured in runs]
     highs = [high for _, high in bounds]
     return PassSteps(min(low for low, _ in bounds), None if None in highs else max(highs))
 
 
-def _bounds(label: int, manifest: dict) -> tuple[int, int | None]:
+def _bounds(label: int, manifest: dict, measured: int | None) -> tuple[int, int | None]:
     """The fewest and the most env steps one run can have trained at its pass labelled ``label``."""
     trained = manifest.get("costs", {}).get(STEPS_COST, {}).get("value")
     if label == 0:
         return 0, 0
+    if measured is not None:
+        return measured, measured
     if trained is not None and label == manifest["settings"]["update_budget.total_training_steps"]:
         return int(trained), int(trained)
     update = update_steps(manifest)
