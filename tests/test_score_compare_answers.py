@@ -183,8 +183,8 @@ def test_compare__several_runs_per_stratum_intervals_come_from_the_stratums_boot
     assert compare.main(["--a", str(a), "--b", str(b), "--no-manifest", "--json"]) == 0
     (update,) = json.loads(capsys.readouterr().out)["updates"]
     for entry in update["by_stratum"].values():
-        assert entry["intervals"] == {"success_a": "bootstrap", "success_b": "bootstrap", "difference": "bootstrap",
-                                      "p_value": "sign"}
+        assert entry["intervals"] == {"success_a": "hierarchical", "success_b": "hierarchical",
+                                      "difference": "hierarchical", "p_value": "permutation"}
         assert entry["ci95"][0] <= entry["difference"] <= entry["ci95"][1]
         assert entry["both"] + entry["a_only"] + entry["b_only"] + entry["neither"] == entry["boards"] * 3 * 2
 
@@ -192,10 +192,10 @@ def test_compare__several_runs_per_stratum_intervals_come_from_the_stratums_boot
 @pytest.mark.parametrize("runs_a, runs_b, shown, hidden", [
     (1, 1, ["A's success (1 run) and B's success (1 run): exact (Clopper-Pearson) 95% interval",
             "A - B: Newcombe's paired score interval", "p: McNemar's exact test"],
-     ["percentile interval", "Bootstrap:", "sign test", "(1 runs)"]),
-    (2, 1, ["A's success (2 runs) and A - B: percentile interval of a seeded bootstrap",
-            "B's success (1 run): exact (Clopper-Pearson) 95% interval (one run)", "p: exact sign test",
-            "Bootstrap: 2,000 resamples"],
+     ["percentile interval", "Bootstrap:", "sign test", "(1 runs)", "Seeds counted"]),
+    (2, 1, ["A's success (2 runs) and A - B: percentile interval of a seeded hierarchical bootstrap",
+            "B's success (1 run): exact (Clopper-Pearson) 95% interval (one run)", "p: permutation test over runs",
+            "Bootstrap: 2,000 resamples", "p per board: per-board test, conditional on these runs", "Seeds counted"],
      ["Newcombe", "McNemar", "(1 runs)", "One run each", "Several runs"]),
 ])
 def test_compare__one_legend_naming_only_the_intervals_shown(tmp_path, capsys, runs_a, runs_b, shown, hidden):
@@ -261,7 +261,7 @@ def test_compare__plot_of_the_worked_examples_last_update_is_the_committed_fores
     plot = tmp_path / "last.png"
     assert compare.main(["--a", str(episodes / "path-follower.jsonl"), "--b", str(episodes / "random.jsonl"),
                          "--updates", "15", "--plot", str(plot)]) == 0
-    assert "15      9-14 actions  15" in capsys.readouterr().out
+    assert "15    9-14 actions  15" in capsys.readouterr().out
     assert plot.read_bytes() == (REPO / "images" / "comparison-last-update.png").read_bytes()
 
 

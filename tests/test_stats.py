@@ -7,8 +7,7 @@ import pytest
 
 from unavailable import unavailable
 
-from sokoban_tools.evaluation.stats import (Bootstrap, PairedTable, improvement_probability, newcombe_paired_interval,
-                                            sign_test_p, wilson_interval)
+from sokoban_tools.evaluation.stats import (PairedTable, newcombe_paired_interval, sign_test_p, wilson_interval)
 
 
 @pytest.mark.parametrize("wins, trials, expected", [
@@ -63,30 +62,3 @@ def test_paired_table__counts_and_difference():
     table = PairedTable.of(a, b)
     assert table == PairedTable(both=1, a_only=2, b_only=1, neither=2)
     assert table.difference == pytest.approx(a.mean() - b.mean())
-
-
-def test_probability_of_improvement__equals_counting_every_pair_of_runs():
-    rng = np.random.default_rng(7)
-    a, b = rng.random((3, 40)) < 0.6, rng.random((4, 40)) < 0.4
-    wins = ties = 0
-    for board in range(40):
-        for x, y in itertools.product(a[:, board], b[:, board]):
-            wins += x and not y
-            ties += x == y
-    expected = (wins + ties / 2) / (40 * 3 * 4)
-    assert improvement_probability(a.mean(axis=0), b.mean(axis=0)) == pytest.approx(expected)
-
-
-def test_bootstrap__is_seeded_paired_and_covers_the_observed_difference():
-    rng = np.random.default_rng(1)
-    strata = np.array(["1-4"] * 30 + ["5-8"] * 20)
-    a, b = rng.random((3, 50)) < 0.7, rng.random((3, 50)) < 0.3
-    first = Bootstrap(500, seed=3).intervals(a, b, strata)
-    assert first == Bootstrap(500, seed=3).intervals(a, b, strata)
-    assert first != Bootstrap(500, seed=4).intervals(a, b, strata)
-    low, high = first["difference"]
-    assert low <= a.mean() - b.mean() <= high
-    # One run against itself: both sides always resample the same boards, so nothing differs.
-    identical = Bootstrap(200, seed=0).intervals(a[:1], a[:1], strata)
-    assert identical["difference"] == (0.0, 0.0)
-    assert identical["probability_of_improvement"] == (0.5, 0.5)

@@ -118,7 +118,7 @@ REFERENCE_STYLES = ({"color": "0.45", "linestyle": ":"}, {"color": "0.45", "line
                     {"color": "0.7", "linestyle": "-."})
 
 
-def _count(x: float) -> str:
+def short_count(x: float) -> str:
     """A tick label: 15, 100k, 1.5M (matplotlib would write a million steps as 1.0 under "1e6")."""
     for scale, suffix in ((1e6, "M"), (1e3, "k")):
         if abs(x) >= scale:
@@ -152,7 +152,7 @@ def line_chart(series: dict[str, list[tuple[float, float, float, float]]], x_lab
         for (label, level), style in zip(references.items(), REFERENCE_STYLES):
             axes.axhline(max(level, floor), linewidth=1, label=label, **style)
         xs = sorted({p[0] for points in series.values() for p in points})
-        axes.set_xticks(xs, [_count(x) for x in xs])
+        axes.set_xticks(xs, [short_count(x) for x in xs])
         if log_y:
             axes.set_yscale("log")
             axes.set_ylim(floor, 1.0)

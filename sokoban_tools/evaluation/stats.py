@@ -15,15 +15,18 @@ rates near 0 or 1 stay honest:
   on the discordant boards, in integers;
 - several comparisons at once (every results entry against the best): Holm's
   step-down correction of their p-values;
-- several runs per method: a seeded bootstrap that resamples the runs of each
-  method and, within each stratum, the boards (as in rliable's stratified
-  bootstrap), giving percentile intervals for each success rate, their
-  difference and the probability of improvement.
+- several runs per method, the runs the unit of replication: a seeded
+  hierarchical bootstrap (runs, then the boards of each drawn run within each
+  stratum) for each success rate and their difference; an exact permutation
+  test over runs, unpaired or paired by seed; rliable's interquartile mean and
+  probability of improvement with its stratified bootstrap; and the seeds a
+  side that 80% power would take.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -157,48 +160,6 @@ def sign_test_p(a_better: int, b_better: int) -> float:
     return min(1.0, 2 * tail / 2 ** discordant)
 
 
-def improvement_probability(a_rates: np.ndarray, b_rates: np.ndarray) -> np.ndarray:
-    """Per board (last axis averaged), the chance that a random run of A beats a
-    random run of B, ties counting half (rliable's probability of improvement
-    for success/failure outcomes)."""
-    ties = a_rates * b_rates + (1 - a_rates) * (1 - b_rates)
-    return np.mean(a_rates * (1 - b_rates) + ties / 2, axis=-1)
-
-
-@dataclass(frozen=True)
-class Bootstrap:
-    """Percentile 95% intervals from resampling runs and stratified boards."""
-
-    resamples: int
-    seed: int
-
-    def intervals(self, a: np.ndarray, b: np.ndarray, strata: np.ndarray) -> dict[str, tuple[float, float]]:
-        """Intervals of ``success_a``, ``success_b``, ``difference`` and
-        ``probability_of_improvement`` for outcome matrices ``a`` (runs of A x
-        boards) and ``b`` (runs of B x boards); ``strata`` labels each board.
-        Runs of each method are resampled independently; boards are resampled
-        within each stratum and shared by both methods, keeping the pairing."""
-        rng = np.random.Generator(np.random.PCG64(self.seed))
-        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-        columns = [members[rng.integers(0, len(members), size=(self.resamples, len(members)))]
-                   for members in (np.flatnonzero(strata == s) for s in np.unique(strata))]
-        boards = np.concatenate(columns, axis=1)
-        a_rates = self._rates(rng, a, boards)
-        b_rates = self._rates(rng, b, boards)
-        success_a, success_b = a_rates.mean(axis=1), b_rates.mean(axis=1)
-        statistics = {
-            "success_a": success_a,
-            "success_b": success_b,
-            "difference": success_a - success_b,
-            "probability_of_improvement": improvement_probability(a_rates, b_rates),
-        }
-        return {name: percentile_interval(values) for name, values in statistics.items()}
-
-    def _rates(self, rng: np.random.Generator, outcomes: np.ndarray, boards: np.ndarray) -> np.ndarray:
-        """Per resample and resampled board, the success rate over resampled runs."""
-        runs = rng.integers(0, outcomes.shape[0], size=(self.resamples, outcomes.shape[0]))
-        per_board = outcomes[runs].mean(axis=1)  # resamples x boards
-        return np.take_along_axis(per_board, boards, axis=1)
 
 
 def percentile_interval(values: np.ndarray) -> tuple[float, float]:
@@ -206,3 +167,176 @@ def percentile_interval(values: np.ndarray) -> tuple[float, float]:
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(values, [tail, 100 - tail])
     return float(low), float(high)
+
+
+# Runs as the unit of replication. A run's seed draws its initial weights and every sample of its
+# training, so two runs of one method differ by more than board-to-board chance: the tests below
+# count seeds, not boards, and hold whatever the boards' own randomness.
+
+
+def stratified_boards(rng: np.random.Generator, strata: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Board indices drawn with replacement within each stratum (so each stratum keeps its size),
+    ``shape + (boards,)``."""
+    columns = [members[rng.integers(0, len(members), size=(*shape, len(members)))]
+               for members in (np.flatnonzero(strata == s) for s in np.unique(strata))]
+    return np.concatenate(columns, axis=-1)
+
+
+def hierarchical_bootstrap(a: np.ndarray, b: np.ndarray, strata: np.ndarray, resamples: int, seed: int,
+                           paired: bool) -> dict[str, np.ndarray]:
+    """The bootstrap distributions of ``success_a``, ``success_b`` and their ``difference`` for the
+    outcome matrices ``a`` (runs of A x boards) and ``b`` (runs of B x boards): each resample draws
+    the runs of each side with replacement (the same seed indices on both sides when ``paired``),
+    then, for each drawn run, the boards with replacement within each stratum. The k-th drawn run
+    of A and of B share their board draw, keeping the boards paired."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if paired and len(a) != len(b):
+        raise ValueError(f"paired runs need as many runs a side, got {len(a)} and {len(b)}")
+    seeds_a = rng.integers(0, len(a), size=(resamples, len(a)))
+    seeds_b = seeds_a if paired else rng.integers(0, len(b), size=(resamples, len(b)))
+    boards = stratified_boards(rng, strata, (resamples, max(len(a), len(b))))
+
+    def success(outcomes: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        drawn = np.take_along_axis(outcomes[seeds], boards[:, :seeds.shape[1]], axis=2)
+        return drawn.mean(axis=(1, 2))
+
+    success_a, success_b = success(a, seeds_a), success(b, seeds_b)
+    return {"success_a": success_a, "success_b": success_b, "difference": success_a - success_b}
+
+
+EXACT_LIMIT = 200_000  # relabellings an exact permutation test enumerates; beyond, a seeded random sample
+RANDOM_RELABELLINGS = 100_000
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    """A two-sided permutation test of the difference in mean success over runs."""
+
+    p_value: float
+    relabellings: int  # how many were counted
+    exact: bool  # every relabelling enumerated, or a seeded random sample of them
+    paired: bool
+
+
+def permutation_test(a_wins: np.ndarray, b_wins: np.ndarray, paired: bool, seed: int = 0) -> PermutationTest:
+    """The permutation test over runs of mean(``a_wins``) - mean(``b_wins``), the wins of each run
+    on the same boards. Unpaired, the runs' method labels are exchangeable under the null, and
+    every split of the pooled runs into the two sizes is counted; paired (runs of one seed share
+    initial weights), each seed's two runs swap labels, every sign pattern of the differences
+    counted. The p-value is the share of relabellings whose difference is at least as far from
+    0 as the observed one; integers throughout, so ties are exact. Beyond :data:`EXACT_LIMIT`
+    relabellings, a seeded random sample of them, with the observed labelling counted in."""
+    a_wins, b_wins = np.asarray(a_wins, dtype=np.int64), np.asarray(b_wins, dtype=np.int64)
+    if paired:
+        if len(a_wins) != len(b_wins):
+            raise ValueError(f"paired runs need as many runs a side, got {len(a_wins)} and {len(b_wins)}")
+        differences = a_wins - b_wins
+        observed = abs(int(differences.sum()))
+        if 2 ** len(differences) <= EXACT_LIMIT:
+            signs = 1 - 2 * ((np.arange(2 ** len(differences))[:, None] >> np.arange(len(differences))) & 1)
+            return PermutationTest(_share(np.abs(signs @ differences) >= observed), len(signs), True, True)
+        signs = 1 - 2 * np.random.Generator(np.random.PCG64(seed)).integers(
+            0, 2, size=(RANDOM_RELABELLINGS, len(differences)))
+        return PermutationTest(_sampled(np.abs(signs @ differences) >= observed), RANDOM_RELABELLINGS + 1, False, True)
+    pooled, n_a, n_b = np.concatenate([a_wins, b_wins]), len(a_wins), len(b_wins)
+    total = int(pooled.sum())
+
+    def scaled(sum_a: np.ndarray) -> np.ndarray:  # n_a * n_b * (mean of A - mean of B), in integers
+        return np.abs(n_b * sum_a - n_a * (total - sum_a))
+
+    observed = int(scaled(np.array(int(a_wins.sum()))))
+    if math.comb(n_a + n_b, n_a) <= EXACT_LIMIT:
+        splits = np.array(list(itertools.combinations(range(n_a + n_b), n_a)), dtype=np.int64).reshape(-1, n_a)
+        return PermutationTest(_share(scaled(pooled[splits].sum(axis=1)) >= observed), len(splits), True, False)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    splits = np.argsort(rng.random((RANDOM_RELABELLINGS, n_a + n_b)), axis=1)[:, :n_a]
+    return PermutationTest(_sampled(scaled(pooled[splits].sum(axis=1)) >= observed), RANDOM_RELABELLINGS + 1,
+                           False, False)
+
+
+def _share(extreme: np.ndarray) -> float:
+    return float(np.count_nonzero(extreme) / len(extreme))
+
+
+def _sampled(extreme: np.ndarray) -> float:
+    """A sampled permutation p-value, the observed labelling counted as one of the sample."""
+    return float((np.count_nonzero(extreme) + 1) / (len(extreme) + 1))
+
+
+def smallest_p(runs_a: int, runs_b: int, paired: bool) -> float:
+    """The smallest two-sided p-value the exact permutation test can give with these runs."""
+    return 2 / 2 ** runs_a if paired else 2 / math.comb(runs_a + runs_b, runs_a)
+
+
+# rliable (Agarwal et al., 2021): scores are runs x tasks; here a run's success on the board set (or
+# on one stratum of it), one task. Its interquartile mean and probability of improvement, with its
+# stratified bootstrap: runs resampled with replacement within each task, apart.
+
+
+def interquartile_mean(scores: np.ndarray, axis: int | tuple[int, ...] | None = None) -> np.ndarray:
+    """The mean of the middle half of ``scores`` (over ``axis``, all of it by default): the lowest
+    and the highest quarter left out, each ``floor(n / 4)`` values, as ``scipy.stats.trim_mean(...,
+    0.25)``, which rliable's IQM is."""
+    scores = np.asarray(scores, dtype=float)
+    if axis is None:
+        scores, axis = scores.reshape(-1), 0
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    kept = [d for d in range(scores.ndim) if d not in axes]
+    flat = np.transpose(scores, [*kept, *axes]).reshape(*[scores.shape[d] for d in kept], -1)
+    n = flat.shape[-1]
+    cut = int(n * 0.25)
+    return np.sort(flat, axis=-1)[..., cut:n - cut].mean(axis=-1)
+
+
+def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """rliable's P(X > Y): for each task (last axis), the share of pairs of a run of X and a run of Y
+    (axis -2) in which X scores higher, ties counting half (the Mann-Whitney U over its maximum);
+    then the mean over tasks."""
+    x, y = np.asarray(x, dtype=float)[..., :, None, :], np.asarray(y, dtype=float)[..., None, :, :]
+    per_task = np.mean((x > y) + 0.5 * (x == y), axis=(-3, -2))
+    return per_task.mean(axis=-1)
+
+
+def stratified_bootstrap(a_scores: np.ndarray, b_scores: np.ndarray, resamples: int,
+                         seed: int) -> dict[str, np.ndarray]:
+    """rliable's stratified bootstrap of the IQM of each side and P(A > B): the runs of each side
+    resampled with replacement within each task (column), each task apart."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+
+    def resample(scores: np.ndarray) -> np.ndarray:  # resamples x runs x tasks
+        runs = rng.integers(0, scores.shape[0], size=(resamples, *scores.shape))
+        return np.take_along_axis(scores[None].repeat(resamples, axis=0), runs, axis=1)
+
+    a, b = resample(np.asarray(a_scores, dtype=float)), resample(np.asarray(b_scores, dtype=float))
+    return {"iqm_a": interquartile_mean(a, axis=(1, 2)), "iqm_b": interquartile_mean(b, axis=(1, 2)),
+            "probability_of_improvement": probability_of_improvement(a, b)}
+
+
+POWER = 0.8
+ALPHA = 0.05
+
+
+def seeds_for_power(a_rates: np.ndarray, b_rates: np.ndarray, paired: bool, power: float = POWER,
+                    alpha: float = ALPHA) -> dict | None:
+    """How many runs a side would detect a difference of the observed size with ``power`` at
+    two-sided ``alpha``: the normal approximation n = (z_{1-alpha/2} + z_power)^2 * k * s^2 / d^2,
+    with d the observed difference of mean success, s^2 the observed between-seed variance (of the
+    paired differences, k = 1; else the two sides' sample variances pooled, k = 2), but never
+    fewer than the exact permutation test needs to reach ``alpha`` at all. ``None`` without two runs
+    a side or with no difference observed."""
+    a_rates, b_rates = np.asarray(a_rates, dtype=float), np.asarray(b_rates, dtype=float)
+    if min(len(a_rates), len(b_rates)) < 2:
+        return None
+    difference = float(a_rates.mean() - b_rates.mean())
+    if difference == 0:
+        return None
+    if paired:
+        variance, factor = float(np.var(a_rates - b_rates, ddof=1)), 1
+    else:
+        variance, factor = float((np.var(a_rates, ddof=1) + np.var(b_rates, ddof=1)) / 2), 2
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    normal = math.ceil(factor * z * z * variance / difference ** 2)
+    floor = next(n for n in itertools.count(2) if smallest_p(n, n, paired) < alpha)
+    return {"seeds": max(normal, floor), "normal_approximation": normal, "exact_test_minimum": floor,
+            "difference": difference, "between_seed_variance": variance, "power": power, "alpha": alpha}

@@ -15,7 +15,8 @@ from pathlib import Path
 from statistics import median
 
 from ...evaluation import compare, score
-from ...evaluation.charts import line_chart
+from ...evaluation.charts import line_chart, short_count
+from ...evaluation.stats import holm_adjusted
 from ...integrations.gymnasium_env.schedule import ENV_STEPS_COST
 from ...layout import TRAINING_METHODS, TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
 from ...records.manifest import manifest_path, read_manifest
@@ -63,11 +64,50 @@ def training_report(repo: Path) -> dict | None:
     for a, b in PAIRS:
         if a in logs and b in logs:
             differ = {d["key"] for d in _differences(logs[a], logs[b])}
-            last = max(u for r in runs if r["method"] == a for u in r["points"])
+            shared = sorted(set.intersection(*(set(r["points"]) for r in runs if r["method"] in (a, b))))
             report = compare.compare(logs[a], logs[b], validation=repo / VALIDATION_DATA, allowed=differ,
-                                     updates=[last])
+                                     updates=shared)
             comparisons.append({"a": a, "b": b, "report": report, "allowed": sorted(differ)})
+    verdicts = holm_adjusted([c["report"]["updates"][-1]["p_value"] for c in comparisons])
+    for comparison, adjusted in zip(comparisons, verdicts):
+        comparison["p_holm"] = adjusted
+        comparison["separated"] = adjusted < ALPHA
     return {"runs": runs, "comparisons": comparisons, "methods": list(logs)}
+
+
+ALPHA = 0.05  # the card ranks two methods apart only where the seed-aware test separates them at this level
+RISING = 0.01  # a method still rising gained more than this (one point) over its last three passes
+
+
+def rising(report: dict) -> dict[str, float]:
+    """Per method: the gain in mean success over its seeds from the first of its last three shared
+    passes to the last (still rising where it exceeds :data:`RISING`)."""
+    gains = {}
+    for method in report["methods"]:
+        points = mean_curve(report, method)
+        gains[method] = points[-1][1] - points[-3][1] if len(points) >= 3 else float("nan")
+    return gains
+
+
+def mean_curve(report: dict, method: str) -> list[tuple[int, float]]:
+    """(pass label, mean success over the method's seeds) at every pass all its runs made."""
+    runs = [r for r in report["runs"] if r["method"] == method]
+    shared = sorted(set.intersection(*(set(r["points"]) for r in runs)))
+    return [(u, sum(_rate(r, u) for r in runs) / len(runs)) for u in shared]
+
+
+def _rate(run: dict, point: int) -> float:
+    wins, boards = run["success"][run["points"].index(point)]
+    return wins / boards
+
+
+def area(run: dict) -> float:
+    """The area under a run's curve of success against env steps (trapezoids between its passes),
+    over the env steps it spans: its mean success over training, 0 to 1."""
+    xs, ys = run["points"], [_rate(run, u) for u in run["points"]]
+    if len(xs) < 2:
+        return ys[0]
+    return sum((x1 - x0) * (y0 + y1) / 2 for x0, x1, y0, y1 in zip(xs, xs[1:], ys, ys[1:])) / (xs[-1] - xs[0])
 
 
 def _differences(a: list[Path], b: list[Path]) -> list[dict]:
@@ -117,6 +157,8 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
     """The docs page's figures (``table`` is the card's Markdown table maker)."""
     if report is None:
         return {"training_runs_table": "No training run is committed yet.", "training_comparisons": "",
+                "training_ranking": "", "training_budgets": "", "training_pairing": "",
+                "training_alpha": f"{ALPHA:.0%}", "compare_resamples": f"{compare.RESAMPLES:,}",
                 "training_standing": "",
                 "training_hyperparameters": "", "training_budget": "—", "training_cpu": "—",
                 "training_card_chart": ""}
@@ -129,16 +171,7 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
                      f"{r['cpu_seconds']:,.0f}" if r["cpu_seconds"] is not None else "—",
                      f"{r['env_steps'] / r['cpu_seconds']:,.0f}" if r["env_steps"] and r["cpu_seconds"] else "—",
                      *[cells.get(u, "—") for u in points]])
-    comparisons = []
-    for c in report["comparisons"]:
-        allowed = ", ".join(f"`{k}`" for k in c["allowed"]) or "none"
-        comparisons.append(f"### {METHODS[c['a']]} vs {METHODS[c['b']]}\n\n"
-                           f"`python -m sokoban_tools compare --a {' '.join(_rel(r) for r in _logs(report, c['a']))} "
-                           f"--b {' '.join(_rel(r) for r in _logs(report, c['b']))} --updates "
-                           f"{c['report']['updates'][0]['update']}"
-                           + (f" --allow-difference {' '.join(c['allowed'])}" if c["allowed"] else "")
-                           + f"` (settings the methods own: {allowed}):\n\n"
-                           f"```text\n{compare.render(c['report'])}\n```")
+    comparisons = [comparison_section(report, c, table) for c in report["comparisons"]]
     notes = {m: read_manifest(manifest_path(_logs(report, m)[0]))["notes"]["learner"]["hyperparameters"]
              for m in report["methods"]}  # as the runs recorded them
     keys = list(dict.fromkeys(k for values in notes.values() for k in values))
@@ -148,10 +181,116 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
     cpu = [r["cpu_seconds"] for r in report["runs"] if r["cpu_seconds"] is not None]
     budget = ", ".join(f"{b:,}" for b in budgets)
     return {"training_runs_table": table(rows), "training_comparisons": "\n\n".join(comparisons),
+            "training_ranking": ranking(report), "training_budgets": budgets_text(report, table),
+            "training_pairing": pairing_text(report), "training_alpha": f"{ALPHA:.0%}",
+            "compare_resamples": f"{compare.RESAMPLES:,}",
             "training_standing": standing(report, baselines),
             "training_hyperparameters": table(hyper), "training_budget": budget,
             "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—",
-            "training_card_chart": f"![Training curves, {budget} env steps a run](images/training-curves.png)"}
+            "training_card_chart": "![Training curves](images/training-curves.png)"}
+
+
+def comparison_section(report: dict, c: dict, table) -> str:
+    """One pair's section of docs/results.md: ``compare``'s report at the last shared pass, as the
+    command prints it, then the seed-aware difference at every pass both methods made."""
+    full = c["report"]
+    last = full["updates"][-1]
+    allowed = ", ".join(f"`{k}`" for k in c["allowed"]) or "none"
+    command = (f"python -m sokoban_tools compare --a {' '.join(_rel(r) for r in _logs(report, c['a']))} "
+               f"--b {' '.join(_rel(r) for r in _logs(report, c['b']))} --updates {last['update']}"
+               + (f" --allow-difference {' '.join(c['allowed'])}" if c["allowed"] else ""))
+    rows = [["Env steps", METHODS[c["a"]], METHODS[c["b"]], "A - B [95% CI, seeds counted]", "p (runs)",
+             "p per board (given the runs)", "P(A > B)"], ["---"] * 7]
+    for u in full["updates"]:
+        seeds = u["seeds"] or {}
+        rows.append([f"{u['update']:,}", f"{u['success_a']:.1%}", f"{u['success_b']:.1%}",
+                     compare.difference_text(u), f"{u['p_value']:.2g}", f"{seeds.get('per_board_p_value', u['p_value']):.2g}",
+                     f"{u['probability_of_improvement']:.2f}"])
+    return (f"### {METHODS[c['a']]} vs {METHODS[c['b']]}\n\n{verdict(c)}\n\n"
+            f"`{command}` (settings the methods own: {allowed}):\n\n"
+            f"```text\n{compare.render({**full, 'updates': [last]})}\n```\n\n"
+            f"At every pass both made (matched env steps, each pass paired as `compare` pairs it):\n\n"
+            f"{table(rows)}")
+
+
+def verdict(c: dict) -> str:
+    """Whether the seed-aware test separates the pair at the last pass, in one sentence."""
+    last = c["report"]["updates"][-1]
+    a, b = METHODS[c["a"]], METHODS[c["b"]]
+    low, high = last["ci95"]
+    numbers = (f"{a} - {b} {last['difference']:+.1%} [{low:+.1%}, {high:+.1%}], permutation p "
+               f"{last['p_value']:.2g} over {len(last['runs_a'])} v {len(last['runs_b'])} runs, "
+               f"{c['p_holm']:.2g} Holm-corrected over the {len(PAIRS)} pairs")
+    if c["separated"]:
+        return f"**Apart** at {last['update']:,} env steps: {numbers}."
+    seeds = last["seeds"] or {}
+    smallest = (seeds.get("permutation") or {}).get("smallest_p")
+    floor = (f"; with {len(last['runs_a'])} runs a side the exact test's smallest p is {smallest:.2g}, so it "
+             f"cannot reach {ALPHA:.0%}" if smallest is not None and smallest >= ALPHA else "")
+    power = seeds.get("power")
+    need = (f"; about {power['seeds']} seeds a side would detect a difference of this size with 80% power"
+            if power else "")
+    return f"**Tied** at {last['update']:,} env steps (not separated at {ALPHA:.0%}): {numbers}{floor}{need}."
+
+
+def pairing_text(report: dict) -> str:
+    """Whether the committed runs were compared paired by seed, in one sentence."""
+    paired = {c["report"]["updates"][-1]["seeds"]["paired_by_seed"] for c in report["comparisons"]
+              if c["report"]["updates"][-1]["seeds"]}
+    if paired == {True}:
+        return ("The committed runs of one seed play the same moves before training whatever the method, so "
+                "[Results](results.md#trained-methods-compared) compares them paired.")
+    if paired == {False}:
+        return "The committed runs do not pair so, and [Results](results.md#trained-methods-compared) compares them unpaired."
+    return ""
+
+
+def ranking(report: dict) -> str:
+    """The card's line under the results table, short for the card's size: which trained methods
+    the seed-aware test separates at the budget (the others are tied) and which still rise; the
+    intervals and tests are the results page's."""
+    if not report["comparisons"]:
+        return ""
+    budget = short_count(report["comparisons"][0]["report"]["updates"][-1]["update"])
+    apart = [f"{METHODS[c['a']]} {'>' if c['report']['updates'][-1]['difference'] > 0 else '<'} {METHODS[c['b']]}"
+             for c in report["comparisons"] if c["separated"]]
+    relations = (f"counting seeds, {', '.join(apart)}; the others tied" if apart else
+                 "no two trained methods differ counting seeds")
+    up = [METHODS[m] for m, gain in rising(report).items() if gain > RISING]
+    return f"At {budget} env steps {relations}; {', '.join(up) + ' still rise' if up else 'none still rises'}."
+
+
+def still_rising(report: dict) -> str:
+    """Which methods were still rising over their last three passes, and which were flat."""
+    gains = rising(report)
+    up = [m for m, g in gains.items() if g > RISING]
+    flat = [m for m, g in gains.items() if g <= RISING]
+    said = lambda ms: ", ".join(f"{METHODS[m]} ({gains[m] * 100:+.1f} points)" for m in ms)  # noqa: E731
+    return ((f"Still rising over their last three passes: {said(up)}" if up else "None was still rising")
+            + (f"; flat: {said(flat)}." if flat else "."))
+
+
+def budgets_text(report: dict, table) -> str:
+    """The results page's budgets paragraph: the area under each curve, who was still rising, and
+    why no comparison at matched CPU time is made."""
+    rows = [["Method", "Runs", "Area under the curve, mean [lowest, highest run]", "Gain over the last three passes",
+             "CPU-s a run"], ["---"] * 5]
+    gains = rising(report)
+    for method in report["methods"]:
+        runs = [r for r in report["runs"] if r["method"] == method]
+        areas = [area(r) for r in runs]
+        cpu = [r["cpu_seconds"] for r in runs if r["cpu_seconds"] is not None]
+        rows.append([METHODS[method], str(len(runs)),
+                     f"{sum(areas) / len(areas):.1%} [{min(areas):.1%}, {max(areas):.1%}]",
+                     f"{gains[method] * 100:+.1f} points ({'still rising' if gains[method] > RISING else 'flat'})",
+                     f"{sum(cpu) / len(cpu):,.0f}" if cpu else "—"])
+    return (f"{table(rows)}\n\nThe area under a run's curve is its success averaged over training: the area "
+            f"under success against env steps (trapezoids between the passes) over the env steps spanned, 0 to 1. "
+            f"A method is still rising where its mean success over seeds gained more than {RISING * 100:.0f} point "
+            f"from the first to the last of its last three passes. {still_rising(report)} The run manifests record "
+            f"each run's CPU-seconds for the whole run only, not per pass, so the methods are compared at matched "
+            f"env steps (every pass both made) and not at matched CPU time; a method's CPU-seconds a run are in "
+            f"the table.")
 
 
 def _logs(report: dict, method: str) -> list[Path]:
