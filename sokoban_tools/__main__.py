@@ -11,7 +11,7 @@ product (:data:`USER_COMMANDS`), read the boards and episode logs:
     python -m sokoban_tools inspect-log INSPECT_LOG --log LOG   # the Inspect AI task's log as an episode log
     python -m sokoban_tools demo-model [--policy random]   # a model to evaluate without a GPU
     python -m sokoban_tools vagen evaluate --episode-log LOG   # VAGEN's evaluator on the boards
-    python -m sokoban_tools train --method ppo --seed 0 --log LOG   # PPO, GRPO or GiGPO on a CPU
+    python -m sokoban_tools train --method ppo --seed 0 --log LOG   # PPO, GRPO, GiGPO, RLOO or Dr. GRPO on a CPU
 
 The maintainers' pipeline (:data:`PIPELINE_COMMANDS`) rewrites the published files and
 runs from a clone, where ``sokoban_tools.pipeline`` exists (the wheel does not ship it):
@@ -160,8 +160,8 @@ USER_COMMANDS = (
     Command("demo-model", "serve a demo model to evaluate without a GPU; its policies: random, shortest (solves "
             "every board), bad-answers, mixed (mostly shortest, some wasted moves and bad answers)", _demo_model, False),
     Command("vagen", "evaluate with VAGEN's evaluator on the validation boards and log its episodes", _vagen, False),
-    Command("train", "train PPO, GRPO or GiGPO on the training boards (a CPU is enough), validating on the 256 "
-            "and logging every episode", _train, False),
+    Command("train", "train PPO, GRPO, GiGPO, RLOO or Dr. GRPO on the training boards (a CPU is enough), validating on "
+            "the 256 and logging every episode", _train, False),
     Command("example", "play the worked example's two policies and log them (from a clone)", _example, True),
 )
 # What the maintainers run, from a clone: the steps that write the published files, in order, and their tools.

@@ -1,4 +1,5 @@
-"""PPO: stable-baselines3's, on the fair shards (:func:`~sokoban_tools.integrations.gymnasium_env.sb3.make_sb3_vec`).
+"""PPO as stable-baselines3's, with its GAE critic, on the fair shards
+(:func:`~sokoban_tools.integrations.gymnasium_env.sb3.make_sb3_vec`).
 
 The learner trains in segments (``learn(..., reset_num_timesteps=False)``, which never
 resets the environments), labels each rollout's episodes with the env steps done when the
@@ -12,25 +13,55 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from stable_baselines3 import PPO
-from stable_baselines3.common.callbacks import BaseCallback
+
+from .recipe import LEARNING_RATE, NETWORK, Choice, network_choice
+
+NAME = "ppo"
+LABEL = "PPO"
+ENVS = 8
+SETTINGS = {"learning_rate": LEARNING_RATE, "n_steps": 256, "batch_size": 64, "n_epochs": 10, "gamma": 0.99,
+            "gae_lambda": 0.95, "clip_range": 0.2, "ent_coef": 0.0, "vf_coef": 0.5, "max_grad_norm": 0.5}
+
+SUMMARY = "stable-baselines3's PPO, with its GAE critic"
+DEFAULT = "stable-baselines3 2.9.2's PPO default"
+RECIPE = (network_choice("stable-baselines3's MlpPolicy default is net_arch [64, 64]"),
+          Choice("n_envs", ENVS, "CPU-scale choice", deviates=True,
+                 reason="8 environments of 256 steps keep the default rollout of 2,048 steps (n_steps 2048, one "
+                        "environment) while stepping 8 boards at once"),
+          Choice("n_steps", SETTINGS["n_steps"], "CPU-scale choice", deviates=True,
+                 reason="the default is 2048 per environment; 8 x 256 is the same rollout"),
+          *(Choice(key, SETTINGS[key], DEFAULT) for key in ("learning_rate", "batch_size", "n_epochs", "gamma",
+                                                             "gae_lambda", "clip_range", "ent_coef", "vf_coef",
+                                                             "max_grad_norm")),
+          Choice("normalize_advantage", True, DEFAULT),
+          Choice("optimizer", "Adam, eps 1e-5", DEFAULT),
+          Choice("validation_decoding", "greedy (the most probable action)",
+                 "stable-baselines3's evaluate_policy default (deterministic=True)"))
+CONTROLLED = {"rollout.group_size": None, "update_budget.groups_per_update": None, "decoding.training.n": 1}
 
 
-class _Progress(BaseCallback):
-    """Labels every rollout with the env steps done before it, and reports progress."""
+def build(common: dict, seed: int) -> PPOLearner:
+    """The learner on ``ENVS`` fair shards (``common``: the environments' shared arguments)."""
+    from ..integrations.gymnasium_env.sb3 import make_sb3_vec
 
-    def __init__(self, report: Callable[[int], None]):
-        super().__init__()
-        self.report = report
+    return PPOLearner(make_sb3_vec(ENVS, seed, split="train", **common), SETTINGS, {"net_arch": NETWORK}, seed)
 
-    def _on_rollout_start(self) -> None:
-        self.training_env.env_method("set_update", self.num_timesteps)
 
-    def _on_rollout_end(self) -> None:
-        self.report(self.num_timesteps)
+def _progress(report: Callable[[int], None]):
+    """A callback that labels every rollout with the env steps done before it, and reports progress."""
+    from stable_baselines3.common.callbacks import BaseCallback
 
-    def _on_step(self) -> bool:
-        return True
+    class Progress(BaseCallback):
+        def _on_rollout_start(self) -> None:
+            self.training_env.env_method("set_update", self.num_timesteps)
+
+        def _on_rollout_end(self) -> None:
+            report(self.num_timesteps)
+
+        def _on_step(self) -> bool:
+            return True
+
+    return Progress()
 
 
 class PPOLearner:
@@ -38,6 +69,8 @@ class PPOLearner:
     (keyword arguments of ``PPO``)."""
 
     def __init__(self, envs, settings: dict, policy_kwargs: dict, seed: int):
+        from stable_baselines3 import PPO
+
         self.envs = envs
         self.model = PPO("MlpPolicy", envs, policy_kwargs=policy_kwargs, seed=seed, device="cpu", verbose=0,
                          **settings)
@@ -54,7 +87,11 @@ class PPOLearner:
         """Whole rollouts until at least ``target`` env steps are done."""
         if target > self.env_steps:
             self.model.learn(total_timesteps=target - self.env_steps, reset_num_timesteps=False,
-                             callback=_Progress(report))
+                             callback=_progress(report))
+
+    def close(self) -> None:
+        for env in self.envs.envs:
+            env.close()
 
     def state_dict(self) -> dict:
         model = self.model

@@ -1,15 +1,16 @@
-"""Train PPO, GRPO or GiGPO on the 5,000 training boards and validate on the 256.
+"""Train one of the methods on the 5,000 training boards and validate on the 256.
 
-    python -m sokoban_tools train --method ppo|grpo|gigpo --seed S --log LOG
+    python -m sokoban_tools train --method METHOD --seed S --log LOG
                                   [--steps N] [--eval-every N] [--publish DIR [--replace]] [--quiet]
 
-One network, one budget and one schedule for every method: stable-baselines3's
-``ActorCriticPolicy`` (two layers of 256, tanh) over the one-hot grid observation of
-``SokobanFairness-v1``, ``--steps`` env steps of training, a greedy validation pass over
-all 256 boards before training, every ``--eval-every`` env steps and after the last.
+One network, one budget and one schedule for every method (:data:`.methods.METHODS`):
+stable-baselines3's ``ActorCriticPolicy`` (two layers of 256, tanh) over the one-hot grid
+observation of ``SokobanFairness-v1``, ``--steps`` env steps of training, a greedy validation
+pass over all 256 boards before training, every ``--eval-every`` env steps and after the last.
 The episode log ``LOG`` holds every training episode and every validation pass, its run
-manifest beside it (every setting, the hyperparameters and where they came from, the
-costs); ``LOG.checkpoint`` is written after every pass. A run started again on its log
+manifest beside it (every setting; in its notes the method's recipe, each setting with its
+source and whether it deviates from the method's source, and the machine; the costs);
+``LOG.checkpoint`` is written after every pass. A run started again on its log
 continues from its checkpoint: the records written after it are set aside (kept beside
 the log, see :func:`sokoban_tools.records.episodes.set_aside`) and played again, so the
 log holds each record once and, the run being deterministic (one torch thread, every
@@ -18,13 +19,10 @@ once the run has reached its budget, writes ``DIR/<method>-<seed>.jsonl``: the l
 validation passes, line for line, with the manifest beside it (the training rows, 20-30 MB a
 run of 1M steps, stay in the log); the runs under ``examples/training`` are these.
 
-Hyperparameters, identical across methods where they apply, chosen without the
-validation boards: stable-baselines3 2.9.2's PPO defaults (learning rate 3e-4, 10 epochs,
-minibatches of 64, clip 0.2, gradient norm 0.5, no entropy bonus; for PPO, gamma 0.99,
-GAE 0.95, value coefficient 0.5), its 2,048-step rollout split over 8 environments;
-for GRPO and GiGPO the group of verl-agent's Sokoban scripts (``env.rollout.n`` 8) over
-16 boards an update (about the rollout's size), and for GiGPO the step weight 1.0 and
-discount 0.95 of verl-agent's Sokoban GiGPO script.
+PPO is stable-baselines3's, with its GAE critic; GRPO, GiGPO, RLOO and Dr. GRPO compute their
+advantages as verl-agent's own functions do and train with its actor loss and its Sokoban
+launchers' recipe, except where a method's recipe states a CPU-scale deviation and why.
+None was tuned, and never on the validation boards.
 """
 
 from __future__ import annotations
@@ -43,47 +41,31 @@ from ..records.episodes import episode_writer
 from ..records.manifest import add_costs, manifest_path, read_manifest
 from ..records.rows import DataError
 from .checkpoint import FORMAT, checkpoint_path, load_checkpoint, log_records, save_checkpoint
+from .machine import machine_record
+from .methods import BY_NAME, LABELS
 from .publish import check_destination, publish
+from .recipe import NETWORK, SOURCES, recipe_notes
 
-METHODS = {"ppo": "PPO", "grpo": "GRPO", "gigpo": "GiGPO"}
-DEFAULT_STEPS = 1_000_000  # the committed runs' budget: `train --method ppo --seed 0` plays ppo-0 again
+METHODS = LABELS  # name -> label, from the one list of methods
+DEFAULT_STEPS = 1_000_000  # the committed runs' budget
 VALIDATION_ENVS = 16
-NETWORK = [256, 256]
-SHARED = {"learning_rate": 3e-4, "n_epochs": 10, "batch_size": 64, "clip_range": 0.2, "max_grad_norm": 0.5,
-          "ent_coef": 0.0}
-PPO_ONLY = {"n_steps": 256, "gamma": 0.99, "gae_lambda": 0.95, "vf_coef": 0.5}
-PPO_ENVS = 8
-GROUPS = {"boards": 16, "group_size": 8}
-GIGPO = {"step_weight": 1.0, "gamma": 0.95}
-CHOSEN = ("stable-baselines3 2.9.2's PPO defaults (its 2,048-step rollout as 8 environments x 256 steps); "
-          "the group of verl-agent's Sokoban scripts (env.rollout.n=8) over 16 boards an update; GiGPO's step "
-          "weight 1.0 and discount 0.95 from verl-agent's Sokoban GiGPO script; none tuned, and never on the "
-          "validation boards")
 
 
 def hyperparameters(method: str) -> dict:
-    """What the manifest's notes record of the learner."""
-    values = {"network": f"stable-baselines3 ActorCriticPolicy, net_arch {NETWORK}, tanh", **SHARED}
-    if method == "ppo":
-        values.update(PPO_ONLY, n_envs=PPO_ENVS)
-    else:
-        values.update(GROUPS, advantage="GRPO: episode return normalised within its group (mean, std)")
-        if method == "gigpo":
-            values.update(GIGPO, step_advantage="discounted returns of identical states within the group, "
-                                                "normalised among them (mean, std); a state seen once: 0")
-    return {"method": METHODS[method], "hyperparameters": values, "chosen": CHOSEN,
-            "validation": "greedy (the most probable action), all 256 boards once a pass"}
+    """What the manifest's notes record of the learner: its recipe, each setting's value, source and
+    deviation, and the machine the run trains on."""
+    module = BY_NAME[method]
+    return {"method": module.LABEL, "summary": module.SUMMARY,
+            "hyperparameters": {choice.name: choice.value for choice in module.RECIPE},
+            "recipe": recipe_notes(module.RECIPE), "sources": SOURCES, "machine": machine_record()}
 
 
 def settings(method: str) -> dict:
     """The controlled settings the learner states (the environment states its own)."""
-    grouped = method != "ppo"
     return {"initial_weights.model": f"MLP {NETWORK} (random initialisation seeded by the run)",
             "reward.invalid_action_penalty": False,
-            "rollout.group_size": GROUPS["group_size"] if grouped else None,
-            "update_budget.groups_per_update": GROUPS["boards"] if grouped else None,
             "decoding.training.temperature": 1.0, "decoding.training.top_p": 1.0, "decoding.training.top_k": -1,
-            "decoding.training.do_sample": True, "decoding.training.n": GROUPS["group_size"] if grouped else 1,
+            "decoding.training.do_sample": True, **BY_NAME[method].CONTROLLED,
             "decoding.validation.do_sample": False, "decoding.validation.n": 1}
 
 
@@ -105,26 +87,7 @@ class Run:
                   "notes": hyperparameters(method)}
         self.validation = [SokobanFairnessEnv(split="validation", shard_index=i, shard_count=VALIDATION_ENVS,
                                               **common) for i in range(VALIDATION_ENVS)]
-        if method == "ppo":
-            from ..integrations.gymnasium_env.sb3 import make_sb3_vec
-            from .ppo import PPOLearner
-
-            envs = make_sb3_vec(PPO_ENVS, seed, split="train", **common)
-            self.learner = PPOLearner(envs, {**SHARED, **PPO_ONLY}, {"net_arch": NETWORK}, seed)
-        else:
-            from stable_baselines3.common.policies import ActorCriticPolicy
-
-            from .grpo import GroupLearner, GroupSettings
-
-            count = GROUPS["boards"] * GROUPS["group_size"]
-            envs = [SokobanFairnessEnv(split="train", batch_size=GROUPS["boards"], rollout_n=GROUPS["group_size"],
-                                       shard_index=i, shard_count=count, **common) for i in range(count)]
-            policy = ActorCriticPolicy(envs[0].observation_space, envs[0].action_space,
-                                       lambda _: SHARED["learning_rate"], net_arch=NETWORK)
-            group = GroupSettings(GROUPS["boards"], GROUPS["group_size"], SHARED["n_epochs"], SHARED["batch_size"],
-                                  SHARED["learning_rate"], SHARED["clip_range"], SHARED["max_grad_norm"],
-                                  SHARED["ent_coef"], **(GIGPO if method == "gigpo" else {}))
-            self.learner = GroupLearner(policy, envs, group, seed)
+        self.learner = BY_NAME[method].build(common, seed)
         self.passes: list[dict] = []  # {"update": nominal, "env_steps": actual, "wins": n}
         self.cpu_seconds = 0.0
 
@@ -228,12 +191,7 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
             if point == 0 or any(p["update"] == point for p in run.passes):
                 continue
             done = run.learner.env_steps
-            if method == "ppo":
-                run.learner.train_until(point, report)
-            else:
-                while run.learner.env_steps < point:
-                    run.learner.update()
-                    report(run.learner.env_steps)
+            run.learner.train_until(point, report)
             for due in run.schedule.due(done, run.learner.env_steps):
                 if not any(p["update"] == due for p in run.passes):
                     announce(run.validate(due))
@@ -244,7 +202,7 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
         writer.close()
         for env in run.validation:
             env.close()
-        _close_learner(run)
+        run.learner.close()
     _record_costs(log, run)
     return run.passes
 
@@ -252,12 +210,6 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
 def _steps_of(state: dict) -> int:
     learner = state["learner"]
     return learner.get("num_timesteps", learner.get("env_steps", 0))
-
-
-def _close_learner(run: Run) -> None:
-    envs = run.learner.envs
-    for env in envs.envs if hasattr(envs, "envs") else envs:
-        env.close()
 
 
 def _record_costs(log: Path, run: Run) -> None:

@@ -55,6 +55,7 @@ from ..artifacts import command_line, run_command
 from ..baselines import HORIZON, POLICIES
 from ..example_policies import log_path
 from .image_tables import ImageTablesUnavailable, image_tables
+from .training_methods import method_values
 from .training_report import run_logs, seed_rows, training_picture, training_report, training_values
 from ..release import CARD_TEMPLATE, DATA_FILES, FLAG, NOT_WITH_CHECK, Release, changelog_of, pinned_of, release_to_pin
 
@@ -576,7 +577,8 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     try:  # the reports' entries, read where each figure is made
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
                   **example_values(example), **results_values(results), **real_model_values(repo),
-                  **fair_comparison_values(), **hub_values(), **training_values(training, _table, baselines)}
+                  **fair_comparison_values(), **hub_values(), **training_values(training, _table, baselines),
+                  **method_values(_table)}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()
