@@ -140,7 +140,7 @@ def test_an_env_step_schedule_is_written_in_env_steps_and_score_checks_the_nomin
     import gymnasium
 
     from sokoban_tools.evaluation.score import score
-    from sokoban_tools.integrations.gymnasium_env.schedule import ENV_STEPS_COST, StepSchedule
+    from sokoban_tools.records.budget import ENV_STEPS_COST, StepSchedule
 
     schedule = StepSchedule(total=100_000, every=50_000)
     assert schedule.points() == [0, 50_000, 100_000]

@@ -99,7 +99,7 @@ class Run:
         import torch
 
         from ..integrations.gymnasium_env.env import SokobanFairnessEnv
-        from ..integrations.gymnasium_env.schedule import StepSchedule
+        from ..records.budget import StepSchedule
 
         self.method, self.seed, self.log = method, seed, log
         self.schedule = StepSchedule(steps, every)
@@ -292,7 +292,7 @@ def _close_learner(run: Run) -> None:
 
 def _record_costs(log: Path, run: Run) -> None:
     """The run's costs, once, when it has reached its budget: CPU-seconds and env steps trained."""
-    from ..integrations.gymnasium_env.schedule import ENV_STEPS_COST, UNIT
+    from ..records.budget import ENV_STEPS_COST, UNIT
 
     manifest = read_manifest(manifest_path(log))
     if ENV_STEPS_COST not in manifest["costs"]:
@@ -308,7 +308,7 @@ def published_name(method: str, seed: int) -> str:
 def publish(log: Path, folder: Path, method: str, seed: int) -> Path:
     """Write ``folder/<method>-<seed>.jsonl``, the validation rows of the finished run ``log`` in
     their order, and its manifest beside it; both are read and checked before either is written."""
-    from ..integrations.gymnasium_env.schedule import ENV_STEPS_COST
+    from ..records.budget import ENV_STEPS_COST
 
     manifest = manifest_path(log)
     if ENV_STEPS_COST not in read_manifest(manifest)["costs"]:

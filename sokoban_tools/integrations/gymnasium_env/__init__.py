@@ -9,7 +9,7 @@
 sokoban_tools.integrations.gymnasium_env``, simply ``gymnasium.make("SokobanFairness-v1")``.
 The environment is :class:`~.env.SokobanFairnessEnv`. Needs the ``gymnasium`` extra.
 For stable-baselines3, :func:`.sb3.make_sb3_vec` builds the fair shards as its ``VecEnv`` in
-one call (the ``train`` extra); :class:`.schedule.StepSchedule` states a budget and a
+one call (the ``train`` extra); :class:`sokoban_tools.records.budget.StepSchedule` states a budget and a
 validation schedule in env steps.
 """
 

@@ -40,7 +40,7 @@ reset with seed ``s`` (Gymnasium gives environment ``i`` the seed ``s + i``), so
 plays each draw's boards once, between them.
 
 The learner's progress, ``update`` (its update, or its env steps with an env-step
-:class:`~.schedule.StepSchedule`), reaches the environment through any wrapper or vector:
+:class:`~sokoban_tools.records.budget.StepSchedule`), reaches the environment through any wrapper or vector:
 ``reset(options={"update": n})``, or :meth:`SokobanFairnessEnv.set_update` (what
 stable-baselines3's ``env_method("set_update", n)`` and Gymnasium's ``call`` reach), or the
 ``update`` argument; it takes effect at the next ``reset()``.
@@ -79,7 +79,7 @@ from ...records.manifest import SETTING, environment_settings, new_manifest, wri
 from ...records.rows import BoardRow
 from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
 from ...runtime.sampler import TrainingSampler
-from .schedule import StepSchedule
+from ...records.budget import StepSchedule
 
 ENV_ID = "SokobanFairness-v1"
 SPLITS = {"train": TRAIN_DATA, "validation": VALIDATION_DATA}
