@@ -94,6 +94,8 @@ def eval_results(name: str, info: dict, manifest: dict, wins: int, boards: int) 
     note = TURNS[mode] + (f"; {differs}" if differs else "")
     lines = [f"# The verified results entry {name} of {HUB_REPO_ID} (python -m sokoban_tools leaderboard: every "
              f"episode replayed), for .eval_results/ of the model repository {info['model']}.",
+             f"# source.url resolves once {RESULTS_FOLDER}/{name} is merged into {HUB_REPO_ID}: open that pull "
+             f"request first (docs/inspect.md, Submit a result).",
              "- dataset:",
              f"    id: {HUB_REPO_ID}",
              f"    task_id: {TASK_IDS[mode]}",
