@@ -30,7 +30,7 @@ from ...evaluation.compare import floor_percent
 from ...evaluation.charts import interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
 from ...evaluation.stats import success_interval
-from ...evaluation.hub_benchmark import EVAL_RESULTS_FOLDER, FRAMEWORK, TASK_IDS, eval_yaml
+from ...evaluation.hub_benchmark import EVAL_RESULTS_FOLDER, FRAMEWORK, PLAN_TASK, TASK_IDS, eval_yaml
 from ...evaluation.baselines import POLICY_LABELS
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX, manifest_path, read_manifest
 from ...extras import install_advice
@@ -517,7 +517,8 @@ def hub_values() -> dict[str, object]:
     """The Hub's benchmark file as written, and its tasks, for docs/inspect.md."""
     return {"eval_yaml": eval_yaml().rstrip("\n"), "eval_framework": FRAMEWORK,
             "eval_results_folder": EVAL_RESULTS_FOLDER,
-            "eval_tasks": ", ".join(f"`{task}` ({mode})" for mode, task in TASK_IDS.items())}
+            "eval_tasks": ", ".join(f"`{task}` ({mode})" for mode, task in TASK_IDS.items()), "plan_task": PLAN_TASK,
+            "hub_repo_id": HUB_REPO_ID}
 
 
 def _citation(repo: Path) -> str:
