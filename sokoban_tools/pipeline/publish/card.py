@@ -524,7 +524,7 @@ def hub_values() -> dict[str, object]:
 def _citation(repo: Path) -> str:
     """The BibTeX entry of the loading script, so card and script cite alike; refused
     unless the script's homepage and citation name the Hub repository (``HUB_REPO_ID``),
-    which the standalone script spells itself."""
+    which the standalone script spells itself, and the citation gives its URL."""
     path = repo / LOADING_SCRIPT
     script = _read_text(path, "restore it from git")
     citation = re.search(r'_CITATION = """(.*?)"""', script, re.S)
@@ -536,6 +536,9 @@ def _citation(repo: Path) -> str:
         problem = f"names {', '.join(others)}" if others else "does not name it in _HOMEPAGE and _CITATION"
         raise CardError(f"{path}: {problem}, but the Hub dataset is {HUB_REPO_ID} (sokoban_tools.layout."
                         f"HUB_REPO_ID); spell that one id throughout the script, its homepage {HUB_URL}")
+    if f"url    = {{{HUB_URL}}}" not in citation.group(1):
+        raise CardError(f"{path}: _CITATION has no url = {{{HUB_URL}}} line, so a citation would not say where "
+                        f"the dataset is; add it")
     return citation.group(1)
 
 
