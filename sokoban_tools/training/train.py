@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import io
 import random
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -359,6 +360,11 @@ def main(argv: list[str] | None = None) -> int:
     except (DataError, ValueError, RuntimeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # one line, not torch's frames: the checkpoint makes stopping safe
+        again = shlex.join(sys.argv[1:] if argv is None else argv)
+        print(f"{'' if args.quiet else chr(10)}interrupted: the same command continues from the last validation pass's checkpoint: "
+              f"python -m sokoban_tools train {again}", file=sys.stderr)
+        return 130
     last = passes[-1]
     print(f"trained {METHODS[args.method]} seed {args.seed} to {last['env_steps']:,} env steps; last validation "
           f"{last['wins']}/256; log {args.log} (score it with python -m sokoban_tools score {args.log})")
