@@ -86,6 +86,7 @@ _CITATION = """@misc{sokoban_fairness,
   title  = {Sokoban fairness: 5,000 training boards and 256 fixed validation boards},
   year   = {2026},
   howpublished = {Hugging Face dataset sokoban-fairness/sokoban-fairness},
+  url    = {https://huggingface.co/datasets/sokoban-fairness/sokoban-fairness},
 }"""
 
 TRAIN_FILE = "fairness/train.jsonl"

@@ -84,12 +84,98 @@ def test_a_pass_under_an_update_already_logged_is_refused_through_gymnasium_make
     log = tmp_path / "twice.jsonl"
     env = gymnasium.make(ID, split="validation", episode_log=log, method="noop", trained=False)
     play_pass(env, 5, 0)  # the label passes Gymnasium's wrappers
-    with pytest.raises(RuntimeError, match="a validation pass at update 5 is already in"):
+    with pytest.raises(RuntimeError, match="already holds a validation pass of method 'noop', run '0' at update 5"):
         env.reset(options={"update": 5})
     assert sorted(passes(log)[5]) == sorted(row.task_id for row in load_validation())
     play_pass(env, 6, 0)  # a new label starts the next pass
     assert sorted(passes(log)) == [5, 6]
     env.close()
+
+
+PASS_IN_A_PROCESS = """
+import sys, gymnasium
+env = gymnasium.make("sokoban_tools.integrations.gymnasium_env:SokobanFairness-v1", split="validation",
+                     episode_log=sys.argv[1], method="noop", trained=False, update=0)
+env.reset()
+for board in range(256):
+    done = False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(0)
+        done = terminated or truncated
+    if board < 255:
+        env.reset()
+env.close()
+"""
+
+
+def test_the_same_pass_from_a_second_process_is_refused_before_anything_is_written(sb3, tmp_path):
+    """The log, not the process, is the truth: the same script run twice on one log (issue 50's 15)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    log = tmp_path / "twice.jsonl"
+    first = subprocess.run([sys.executable, "-c", PASS_IN_A_PROCESS, str(log)], cwd=REPO, capture_output=True,
+                           text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    before = log.read_bytes()
+    second = subprocess.run([sys.executable, "-c", PASS_IN_A_PROCESS, str(log)], cwd=REPO, capture_output=True,
+                            text=True, timeout=600)
+    assert second.returncode == 1
+    assert "already holds a validation pass of method 'noop', run '0' at update 0" in second.stderr, second.stderr
+    assert "episode_log" in second.stderr and "set_run" in second.stderr  # the Gymnasium arguments to change
+    assert log.read_bytes() == before  # nothing written: 256 rows at update 0, not 512
+    assert len(passes(log)[0]) == 256
+
+
+def test_a_new_label_in_the_middle_of_a_pass_is_refused_and_the_pass_can_be_finished(sb3, tmp_path):
+    """Issue 50's 16: a new label after 20 of 256 boards would leave a partial pass."""
+    import gymnasium
+
+    log = tmp_path / "partial.jsonl"
+    env = gymnasium.make(ID, split="validation", episode_log=log, method="noop", trained=False, update=0)
+    for board in range(20):
+        env.reset()
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(0)
+            done = terminated or truncated
+    for label in ({"update": 1}, {"run": "1"}):
+        with pytest.raises(RuntimeError, match=r"has logged 20 of its 256 boards .* at update 0.*label was not taken"):
+            env.reset(options=label)
+    assert len(passes(log)[0]) == 20 and set(passes(log)) == {0}
+    for board in range(20, 256):  # the pass goes on where it was, under its own label
+        env.reset()
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(0)
+            done = terminated or truncated
+    play_pass(env, 1, 0)
+    assert {update: len(set(boards)) for update, boards in passes(log).items()} == {0: 256, 1: 256}
+    env.close()
+
+
+def test_a_second_pass_of_the_same_model_is_another_run_through_evaluate_policy_and_scores(sb3, tmp_path):
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from sokoban_tools.evaluation.score import score
+    from sokoban_tools.integrations.gymnasium_env.sb3 import make_sb3_vec
+
+    log = tmp_path / "again.jsonl"
+    envs = make_sb3_vec(16, seed=0, split="validation", episode_log=log, method="random", trained=False, update=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # make_sb3_vec's Monitor: evaluate_policy has nothing to warn about
+        evaluate_policy(RandomPolicy(1), envs, n_eval_episodes=256)
+    envs.env_method("set_run", "pass-2")  # the same model, the same update, another pass: no new environment
+    evaluate_policy(RandomPolicy(2), envs, n_eval_episodes=256)
+    envs.close()
+    runs = {}
+    for record in read_episodes(log):
+        runs.setdefault((record.run, record.update), set()).add(record.task_id)
+    assert {key: len(boards) for key, boards in runs.items()} == {("0", 0): 256, ("pass-2", 0): 256}
+    report = score([log])
+    assert sorted(entry["run"] for entry in report["schedule"]) == ["0", "pass-2"]
 
 
 def test_learn_twice_on_a_logged_training_vector_abandons_the_cut_episodes_unlogged_and_counts_them(sb3, tmp_path):
@@ -140,7 +226,7 @@ def test_an_env_step_schedule_is_written_in_env_steps_and_score_checks_the_nomin
     import gymnasium
 
     from sokoban_tools.evaluation.score import score
-    from sokoban_tools.integrations.gymnasium_env.schedule import ENV_STEPS_COST, StepSchedule
+    from sokoban_tools.records.budget import ENV_STEPS_COST, StepSchedule
 
     schedule = StepSchedule(total=100_000, every=50_000)
     assert schedule.points() == [0, 50_000, 100_000]
@@ -181,3 +267,24 @@ def test_the_grid_observation_is_the_one_hot_of_the_cells_the_image_shows_and_th
     assert gymnasium.make(ID).observation_space.shape == (96, 96, 3)  # the default is the image, unchanged
     with pytest.raises(ValueError, match="observation must be one of rgb, grid"):
         gymnasium.make(ID, observation="pixels")
+
+
+def test_sb3_settings_state_a_learner_as_train_states_its_own_and_refuse_what_they_cannot_state(sb3):
+    from sokoban_tools.integrations.gymnasium_env.sb3 import make_sb3_vec, sb3_costs, sb3_settings
+    from sokoban_tools.training.train import NETWORK, settings
+
+    envs = make_sb3_vec(2, seed=0, observation="grid")
+    model = sb3.PPO("MlpPolicy", envs, n_steps=8, batch_size=16, seed=0, device="cpu",
+                    policy_kwargs={"net_arch": NETWORK})
+    assert sb3_settings(model, deterministic=True) == settings("ppo")  # key for key, value for value
+    sampled = sb3_settings(model, deterministic=False)
+    assert sampled["decoding.validation.do_sample"] is True and sampled["decoding.validation.temperature"] == 1.0
+    small = sb3.A2C("MlpPolicy", envs, seed=0, device="cpu")
+    assert sb3_settings(small)["initial_weights.model"].startswith("MLP [64, 64]")  # stable-baselines3's default
+    with pytest.raises(TypeError, match="on-policy"):
+        sb3_settings(sb3.DQN("MlpPolicy", envs.envs[0], device="cpu"))
+    with pytest.raises(TypeError, match="deterministic"):
+        sb3_settings(model, deterministic="yes")
+    model.learn(16)
+    assert sb3_costs(model, 1.5) == {"cpu_seconds": ("CPU-seconds", 1.5), "training_env_steps": ("env steps", 16)}
+    envs.close()

@@ -166,3 +166,22 @@ def test_each_user_command_runs_from_the_wheel(installed, elsewhere, command):
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.startswith(f"usage: python -m sokoban_tools {command} ")
+
+
+def test_every_commands_help_works_in_a_clone_with_only_the_base_install():
+    """``pip install -e .`` without extras: each command's ``--help`` (``card``'s reads the training
+    report, which once imported gymnasium through the budget) prints its usage. The base venv of
+    the wheel tests, run from the clone so that its code, not the wheel's, is what is imported."""
+    from sokoban_tools.__main__ import COMMANDS as ALL_COMMANDS
+
+    python = require_venv(WHEEL_VENV)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    probe = ("import importlib.util; print([n for n in ('gymnasium', 'torch', 'stable_baselines3', 'inspect_ai') "
+             "if importlib.util.find_spec(n)])")
+    present = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert present.stdout.strip() == "[]", present.stdout  # the base install only
+    for command in ALL_COMMANDS:
+        done = subprocess.run([str(python), "-m", "sokoban_tools", command.name, "--help"], cwd=REPO,
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (command.name, done.stderr[-2000:])
+        assert done.stdout.startswith(f"usage: python -m sokoban_tools {command.name}"), (command.name, done.stdout)

@@ -33,7 +33,7 @@ def test_the_group_methods_train_log_score_compare_and_enter_the_leaderboard(sb3
     from sokoban_tools.evaluation.compare import compare
     from sokoban_tools.evaluation.leaderboard import add_entry, leaderboard
     from sokoban_tools.evaluation.score import score
-    from sokoban_tools.integrations.gymnasium_env.schedule import ENV_STEPS_COST
+    from sokoban_tools.records.budget import ENV_STEPS_COST
     from sokoban_tools.training.methods import LABELS
     from sokoban_tools.training.train import train
 

@@ -8,14 +8,21 @@ benchmark's file (the card step writes it, ``reproduce --check`` compares it) an
 (``leaderboard --eval-results ENTRY``). Fields, as the Hub's Evaluation Results page
 specifies them (docs/inspect.md says which were checked against what):
 
-- ``eval.yaml``: ``name``, ``description`` (the metric, its unit and direction, and the
-  task that plays the protocol), ``evaluation_framework`` (``inspect-ai``, one of the
-  identifiers the Hub lists), ``tasks[]`` with ``id``, ``config``, ``split``, and, as
-  ``inspect-ai`` requires, ``field_spec``, ``solvers`` and ``scorers`` in the form Inspect's own
-  ``eval.yaml`` reader validates. That reader builds single-turn tasks from built-in
-  solvers and scorers only, so these fields state the single-turn reading of a board (its
-  XSB in, a shortest solution as the target); the benchmark's number comes from the
-  multi-turn task ``sokoban_tools/sokoban_fairness``, which the description names.
+- ``eval.yaml``: ``name``, ``description`` (what the declared task asks, its metric, unit and
+  direction, and where the protocol's own scores come from), ``evaluation_framework``
+  (``inspect-ai``, one of the identifiers the Hub lists), ``tasks[]`` with ``id``, ``config``,
+  ``split``, and, as ``inspect-ai`` requires, ``field_spec``, ``solvers`` and ``scorers`` in the
+  form Inspect's own ``eval.yaml`` reader validates. That reader (inspect-ai 0.3.285,
+  ``inspect_ai._eval.task.hf``) builds a single-turn task from one dataset column as the
+  target and from its built-in solvers and scorers only (their names are a fixed list; no
+  task file, registry name or custom scorer), so it cannot play the multi-turn protocol,
+  nor check an answer by replaying it. The one task declared is therefore one whose exact
+  match is right for what it asks, :data:`PLAN_TASK`: a shortest solution from the board's
+  XSB, where several are equally short the first in the order up, down, left, right, which
+  is the stored ``shortest_solution`` (:mod:`sokoban_tools.rules.solver` returns exactly that
+  one). The protocol's scores come from the multi-turn task ``sokoban_tools/sokoban_fairness``,
+  which the description names, and a model page's result for them names the turn it played
+  (:data:`TASK_IDS`), not a task of ``eval.yaml``.
 - ``.eval_results/<file>.yaml``: a list of one result, ``dataset.id``, ``dataset.task_id``,
   ``dataset.revision`` (the release tag whose files the entry's manifest digests), ``value``
   (the success in percent), ``date``, ``source`` (the entry's verified folder) and ``notes``
@@ -44,11 +51,17 @@ TASK_IDS = {"rgb_array": "visual", "tiny_rgb_array": "text"}
 TURNS = {"rgb_array": "the visual turn (rgb_array: verl-agent's prompt with the 256x256 game image)",
          "tiny_rgb_array": "the text turn (tiny_rgb_array: verl-agent's prompt with the text grid and history)"}
 INSPECT_TASK = "sokoban_tools/sokoban_fairness"
-# The single-turn reading of a board that Inspect's eval.yaml reader can build (see the module docstring).
+# The one task eval.yaml declares, single-turn, which Inspect's eval.yaml reader builds (see the module docstring).
+PLAN_TASK = "first-shortest-plan"
+PLAN_PROMPT = ("A Sokoban board in XSB, one line a row: # wall, space floor, . target, $ box, * box on target, "
+               "@ player, + player on target.\n\n{prompt}\n\nGive a shortest solution: the fewest player moves, "
+               "walks and pushes alike, that put the box on the target. Where several are equally short, give the "
+               "first when moves are compared in turn in the order up, down, left, right. Write it in LURD, one "
+               "letter a move (u d l r for a walk, U D L R for a push), and nothing else.")
 FIELD_SPEC = {"id": "task_id", "input": "xsb", "target": "shortest_solution",
               "metadata": ["shortest_solution_length", "seed"]}
-SOLVERS = ({"name": "generate"},)
-SCORERS = ({"name": "match"},)
+SOLVERS = ({"name": "prompt_template", "args": {"template": PLAN_PROMPT}}, {"name": "generate"})
+SCORERS = ({"name": "match", "args": {"location": "exact"}},)  # the whole answer, letter case aside
 
 
 def _string(text: str) -> str:
@@ -59,15 +72,34 @@ def _string(text: str) -> str:
 
 
 def description() -> str:
-    """What the benchmark measures, its metric and direction, and how a score is made."""
-    return (f"{VALIDATION_SIZE} frozen, solvable 6x6 one-box Sokoban boards (protocol {PROTOCOL}), played once each "
-            f"as verl-agent's validation plays them: at most {DEFAULT_MAX_STEPS} actions, one fresh prompt a turn, "
-            f"verl-agent's decoding. Metric: success, the percentage of the {VALIDATION_SIZE} boards solved "
-            f"(0-100, higher is better), with its exact 95% interval. Task visual: the rgb_array turn (the game "
-            f"image); task text: the tiny_rgb_array turn (a text grid). Scores are made by the multi-turn Inspect "
-            f"task `inspect eval {INSPECT_TASK}` (pip install -e '.[inspect]' in a clone; the single-turn "
-            f"field_spec, solvers and scorers below are only what an eval.yaml can hold), converted and verified "
-            f"by replaying every episode (python -m sokoban_tools inspect-log, leaderboard).")
+    """What the declared task asks, its metric and direction, and where the protocol's scores come from."""
+    return (f"{VALIDATION_SIZE} frozen, solvable 6x6 one-box Sokoban boards (protocol {PROTOCOL}). Task {PLAN_TASK} "
+            f"(single turn, text): given a board's XSB, answer its shortest solution in LURD, where several are "
+            f"equally short the first in the order up, down, left, right; that answer is unique, so the exact match "
+            f"against the stored shortest_solution is right. Metric: accuracy, the percentage of the "
+            f"{VALIDATION_SIZE} boards answered exactly (0-100, higher is better). It is not the benchmark's "
+            f"protocol, which plays each board for at most {DEFAULT_MAX_STEPS} actions, one fresh prompt a turn, "
+            f"in the visual turn (the game image) or the text turn, and counts a board solved however the box "
+            f"got there: that needs a multi-turn task, which an eval.yaml cannot declare. Its scores are made by "
+            f"`inspect eval {INSPECT_TASK}` (pip install -e '.[inspect]' in a clone), converted and verified by "
+            f"replaying every episode (python -m sokoban_tools inspect-log, leaderboard).")
+
+
+def _yaml_value(value) -> str:
+    """A field's value: a list in flow style, a word as it is, text as a JSON string (which YAML reads alike)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(value) + "]"
+    return value if value.isidentifier() else _string(value)
+
+
+def _steps(key: str, steps: tuple[dict, ...]) -> list[str]:
+    """A task's ``solvers`` or ``scorers``: each name, and its args as Inspect's reader passes them."""
+    lines = [f"    {key}:"]
+    for step in steps:
+        lines.append(f"      - name: {step['name']}")
+        if step.get("args"):
+            lines += ["        args:", *(f"          {arg}: {_yaml_value(value)}" for arg, value in step["args"].items())]
+    return lines
 
 
 def eval_yaml() -> str:
@@ -77,13 +109,9 @@ def eval_yaml() -> str:
              f"description: {_string(description())}",
              f"evaluation_framework: {FRAMEWORK}",
              "tasks:"]
-    for mode, task_id in TASK_IDS.items():
-        lines += [f"  - id: {task_id}", f"    config: {CONFIG}", f"    split: {SPLIT}", "    field_spec:"]
-        for key, value in FIELD_SPEC.items():
-            shown = "[" + ", ".join(value) + "]" if isinstance(value, list) else value
-            lines.append(f"      {key}: {shown}")
-        lines += ["    solvers:", *(f"      - name: {s['name']}" for s in SOLVERS),
-                  "    scorers:", *(f"      - name: {s['name']}" for s in SCORERS)]
+    lines += [f"  - id: {PLAN_TASK}", f"    config: {CONFIG}", f"    split: {SPLIT}", "    field_spec:",
+              *(f"      {key}: {_yaml_value(value)}" for key, value in FIELD_SPEC.items()),
+              *_steps("solvers", SOLVERS), *_steps("scorers", SCORERS)]
     return "\n".join(lines) + "\n"
 
 
@@ -97,6 +125,8 @@ def eval_results(name: str, info: dict, manifest: dict, wins: int, boards: int) 
     note = TURNS[mode] + (f"; {differs}" if differs else "")
     lines = [f"# The verified results entry {name} of {HUB_REPO_ID} (python -m sokoban_tools leaderboard: every "
              f"episode replayed), for .eval_results/ of the model repository {_string(info['model'])}.",
+             f"# source.url resolves once {RESULTS_FOLDER}/{name} is merged into {HUB_REPO_ID}: open that pull "
+             f"request first (docs/inspect.md, Submit a result).",
              "- dataset:",
              f"    id: {HUB_REPO_ID}",
              f"    task_id: {TASK_IDS[mode]}",

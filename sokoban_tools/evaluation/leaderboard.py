@@ -519,6 +519,25 @@ def _adding(results: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+HUB_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+WEB_LINK = re.compile(r"https?://[A-Za-z0-9.-]+\.[A-Za-z]{2,}(:[0-9]+)?(/[^\s]*)?")
+
+
+def option_problem(model: str, link: str) -> str | None:
+    """Why ``--model`` is not a Hub model id (or ``none`` for a scripted policy) or ``--link`` not
+    a web address, or ``None``: the entry shows both, and ``--eval-results`` names the model's
+    repository."""
+    if not (HUB_MODEL_ID.fullmatch(model) and ".." not in model and "--" not in model
+            or model.strip().lower().startswith("none")):
+        return (f"--model {model!r}: give the Hub id of the model evaluated, ORG/NAME as its page's address ends, "
+                f"or 'none (...)' for a policy with no model repository (a scripted policy, an MLP trained from "
+                f"scratch), saying what it is")
+    if not WEB_LINK.fullmatch(link):
+        return (f"--link {link!r}: give a web address (https://...) where the method can be read about: a paper, a "
+                f"repository, a page")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m sokoban_tools leaderboard",
                     description=__doc__.split("\n\n")[0],
@@ -567,6 +586,9 @@ def main(argv: list[str] | None = None) -> int:
                        if getattr(args, key) is None]
             if missing:
                 parser.error(f"--add needs {', '.join(missing)}")
+            problem = option_problem(args.model, args.link)
+            if problem:
+                parser.error(problem)
             folder = add_entry(args.results, args.add, args.log, args.model, args.submitted_by, args.link,
                                args.date or date.today().isoformat(), args.notes, args.run, args.update,
                                args.evaluation)

@@ -24,7 +24,7 @@ over the one-hot grid, stable-baselines3's orthogonal initialisation). The setti
 Validation is the trainer's: a greedy pass over the 256 validation boards before training,
 every ``every`` env steps and after the last, each on a vector of 256 environments (one board
 each, one forward a step), all logged with the training episodes in one episode log under a
-:class:`~sokoban_tools.integrations.gymnasium_env.schedule.StepSchedule`. There are no
+:class:`~sokoban_tools.records.budget.StepSchedule`. There are no
 checkpoints yet: a run that stops starts again.
 """
 
@@ -197,7 +197,7 @@ def train_batched(seed: int, log: Path, steps: int, every: int) -> list[dict]:
     import torch
     from gymnasium.vector import AutoresetMode
 
-    from ..integrations.gymnasium_env.schedule import StepSchedule
+    from ..records.budget import StepSchedule
     from ..integrations.gymnasium_env.vector import SokobanFairnessVectorEnv
 
     started = time.process_time()

@@ -50,7 +50,7 @@ def publish(log: Path, folder: Path, method: str, seed: int, replace: bool = Fal
     """Write ``folder/<method>-<seed>.jsonl``, the validation rows of the finished run ``log`` in
     their order, and its manifest beside it; both are read and checked, and the destination
     (:func:`check_destination`), before either is written."""
-    from ..integrations.gymnasium_env.schedule import ENV_STEPS_COST
+    from ..records.budget import ENV_STEPS_COST
 
     problem = check_destination(log, folder, method, seed, replace)
     if problem:

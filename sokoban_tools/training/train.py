@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -76,7 +77,7 @@ class Run:
         import torch
 
         from ..integrations.gymnasium_env.env import SokobanFairnessEnv
-        from ..integrations.gymnasium_env.schedule import StepSchedule
+        from ..records.budget import StepSchedule
 
         self.method, self.seed, self.log = method, seed, log
         self.schedule = StepSchedule(steps, every)
@@ -214,7 +215,7 @@ def _steps_of(state: dict) -> int:
 
 def _record_costs(log: Path, run: Run) -> None:
     """The run's costs, once, when it has reached its budget: CPU-seconds and env steps trained."""
-    from ..integrations.gymnasium_env.schedule import ENV_STEPS_COST, UNIT
+    from ..records.budget import ENV_STEPS_COST, UNIT
 
     manifest = read_manifest(manifest_path(log))
     if ENV_STEPS_COST not in manifest["costs"]:
@@ -269,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {os_error_line(err, 'run the same command: it continues from its last checkpoint')}",
               file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # one line, not torch's frames: the checkpoint makes stopping safe
+        again = shlex.join(sys.argv[1:] if argv is None else argv)
+        print(f"{'' if args.quiet else chr(10)}interrupted: the same command continues from the last validation pass's checkpoint: "
+              f"python -m sokoban_tools train {again}", file=sys.stderr)
+        return 130
     last = passes[-1]
     print(f"trained {METHODS[args.method]} seed {args.seed} to {last['env_steps']:,} env steps; last validation "
           f"{last['wins']}/256; log {args.log} (score it with python -m sokoban_tools score {args.log})")

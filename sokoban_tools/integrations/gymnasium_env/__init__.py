@@ -12,7 +12,7 @@ The environment is :class:`~.env.SokobanFairnessEnv`. :data:`VECTOR_ENV_ID`
 its environments at once as arrays (:class:`.vector.SokobanFairnessVectorEnv`), for batched
 learners. Needs the ``gymnasium`` extra.
 For stable-baselines3, :func:`.sb3.make_sb3_vec` builds the fair shards as its ``VecEnv`` in
-one call (the ``train`` extra); :class:`.schedule.StepSchedule` states a budget and a
+one call (the ``train`` extra); :class:`sokoban_tools.records.budget.StepSchedule` states a budget and a
 validation schedule in env steps.
 """
 

@@ -40,10 +40,13 @@ reset with seed ``s`` (Gymnasium gives environment ``i`` the seed ``s + i``), so
 plays each draw's boards once, between them.
 
 The learner's progress, ``update`` (its update, or its env steps with an env-step
-:class:`~.schedule.StepSchedule`), reaches the environment through any wrapper or vector:
+:class:`~sokoban_tools.records.budget.StepSchedule`), reaches the environment through any wrapper or vector:
 ``reset(options={"update": n})``, or :meth:`SokobanFairnessEnv.set_update` (what
 stable-baselines3's ``env_method("set_update", n)`` and Gymnasium's ``call`` reach), or the
-``update`` argument; it takes effect at the next ``reset()``.
+``update`` argument; it takes effect at the next ``reset()``. The ``run`` label goes the same
+ways (``reset(options={"run": r})``, :meth:`SokobanFairnessEnv.set_run`, the ``run``
+argument): another pass of the same model (another sampling seed, a second look) is another
+run at the same update, as ``evaluate --seed`` labels its passes.
 
 With ``episode_log``, every finished episode is appended to it as an
 :class:`sokoban_tools.records.episodes.EpisodeRecord`, labelled with that ``update`` (a
@@ -53,16 +56,20 @@ the run manifest is written beside it, the learner's own settings (``settings``,
 for a policy that never learnt on the training boards).
 
 Validation passes: a pass starts at the first ``reset()``, at ``reset(seed=...)`` and at the
-first ``reset()`` after a new ``update``; environment ``i`` of ``n`` logs its share of the
+first ``reset()`` after a new ``update`` or ``run``; environment ``i`` of ``n`` logs its share of the
 pass (boards ``i, i + n, ...``) and then, as a vector plays on, plays the pass's boards
 again without logging them (``info["logged"]`` is false; such an episode may be cut by the
-next pass's reset). A pass started under an ``update`` this environment already logged is
-refused, never dropped. In training a ``reset()`` before an episode's end (a second
+next pass's reset). The log, not the process, is the truth: a pass whose label (method, run,
+update) the log already holds for any of this environment's boards is refused when it starts,
+before anything is written, whichever process wrote them (a script run twice); a new label
+given when this environment has logged some but not all of its share of the current pass is
+refused too, since it would leave that pass partial. In training a ``reset()`` before an episode's end (a second
 ``model.learn()``) abandons the episode unlogged and counts it in :attr:`cut_episodes`.
 """
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache, partial
 from pathlib import Path
 
@@ -79,8 +86,8 @@ from ...records.manifest import SETTING, environment_settings, new_manifest, wri
 from ...records.rows import BoardRow
 from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
 from ...runtime.sampler import TrainingSampler
+from ...records.budget import StepSchedule
 from . import threads
-from .schedule import StepSchedule
 
 ENV_ID = "SokobanFairness-v1"
 SPLITS = {"train": TRAIN_DATA, "validation": VALIDATION_DATA}
@@ -145,7 +152,8 @@ class SokobanFairnessEnv(gymnasium.Env):
         self._update = 0 if update is None else integer("update", update, 0)
         self._progress_given = update is not None  # else training rows keep the sampler's draw
         self._pending: int | None = None  # an update given for the next reset
-        self.method, self.run = str(method), str(run)
+        self._pending_run: str | None = None  # a run label given for the next reset
+        self.method, self.run = str(method), _run_label(run)
         self.learner_notes = notes
         self.observation_space = (spaces.Box(0, 255, IMAGE_SHAPE, np.uint8) if observation == "rgb"
                                   else spaces.Box(0, 1, GRID_SHAPE, np.uint8))
@@ -156,7 +164,6 @@ class SokobanFairnessEnv(gymnasium.Env):
         self._draw = 0
         self._next = self.shard_index  # the next validation board
         self._pass_boards: set[int] = set()  # the boards the current validation pass has started
-        self._passes: set[int] = set()  # the updates of the validation passes this environment logged
         self._in_pass = False  # the current episode is one of this environment's share of a pass
         self._passes_begun = False
         self._position = 0  # the current episode's board, a position in rows
@@ -220,6 +227,12 @@ class SokobanFairnessEnv(gymnasium.Env):
         self._pending = integer("update", update, 0)
         threads.warn_once()  # a learner is driving the environment: say what its torch threads cost
 
+    def set_run(self, run: str) -> None:
+        """Label the episodes from the next ``reset()`` on with the run ``run``, starting a new
+        pass there: another pass of the same model at the same update (stable-baselines3:
+        ``env_method("set_run", r)``)."""
+        self._pending_run = _run_label(run)
+
     @property
     def board(self):
         """The current position (for wrappers that show it otherwise, as the GEM environment does)."""
@@ -236,10 +249,12 @@ class SokobanFairnessEnv(gymnasium.Env):
         options = dict(options or {})
         if "update" in options:
             self.set_update(options.pop("update"))
+        if "run" in options:
+            self.set_run(options.pop("run"))
         if options:
-            raise ValueError(f"reset options: unknown keys {sorted(options)}; the one option is 'update'")
+            raise ValueError(f"reset options: unknown keys {sorted(options)}; the options are 'update' and 'run'")
         validation = self.split == "validation"
-        relabelled = self._pending is not None  # a label given: a new pass
+        relabelled = self._pending is not None or self._pending_run is not None  # a label given: a new pass
         unfinished = not self._over and self._row is not None
         if unfinished and not validation:
             if self._turns:
@@ -261,8 +276,12 @@ class SokobanFairnessEnv(gymnasium.Env):
         if validation and unfinished and self._in_pass and not self._turns and seed is None and not relabelled:
             self._pass_boards.discard(self._position)  # reset again before a move: the same board, still to play
             self._next = self._position
+        if validation and relabelled and self._writer is not None:
+            self._refuse_partial_pass()
         if self._pending is not None:
             self._update, self._pending, self._progress_given = self._pending, None, True
+        if self._pending_run is not None:
+            self.run, self._pending_run = self._pending_run, None
         if validation and (relabelled or not self._passes_begun):
             self._begin_pass()
         super().reset(seed=seed)
@@ -279,17 +298,44 @@ class SokobanFairnessEnv(gymnasium.Env):
             info["logged"] = self._in_pass and self._writer is not None
         return self._observe(), info
 
+    def _share(self) -> list[int]:
+        """This shard's boards of a validation pass (positions in rows)."""
+        return list(range(self.shard_index, len(self.rows), self.shard_count))
+
     def _begin_pass(self) -> None:
-        """Start a validation pass under :attr:`update` from this shard's first board; one under an
-        update already logged is refused (a lost label would otherwise drop a pass unseen)."""
-        if self._writer is not None and self._update in self._passes:
-            raise RuntimeError(
-                f"a validation pass at update {self._update} is already in {self.episode_log} (environment "
-                f"{self.shard_index}); label each pass with its own update before its first reset: "
-                f"reset(options={{'update': n}}) or env_method('set_update', n) (stable-baselines3's set_attr "
-                f"sets a wrapper's attribute, which the environment never sees)")
+        """Start a validation pass under :attr:`run` and :attr:`update` from this shard's first board;
+        one whose label the log already holds for any of this shard's boards is refused before
+        anything is written (a lost label, or the same script run again, would otherwise log a
+        second copy that only ``score`` would notice)."""
+        if self._writer is not None:
+            logged = _logged_boards(self.episode_log).get((self.method, self.run, self._update), set())
+            again = [self.rows[i].task_id for i in self._share() if self.rows[i].task_id in logged]
+            if again:
+                raise RuntimeError(
+                    f"{self.episode_log} already holds a validation pass of method {self.method!r}, run "
+                    f"{self.run!r} at update {self._update} ({len(again)} of environment {self.shard_index}'s "
+                    f"boards, {again[0]} first), written by this or an earlier process: nothing was written. For "
+                    f"a pass of a model trained further, give its update first (reset(options={{'update': n}}) or "
+                    f"env_method('set_update', n)); for another pass of the same model, another run "
+                    f"(run= when the environment is made, reset(options={{'run': r}}) or env_method('set_run', r)); "
+                    f"to start the run afresh, another episode_log (stable-baselines3's set_attr sets a "
+                    f"wrapper's attribute, which the environment never sees)")
         self._passes_begun = True
         self._next, self._pass_boards = self.shard_index, set()
+
+    def _refuse_partial_pass(self) -> None:
+        """A new label while this shard has logged some but not all of its share of the current
+        pass would leave that pass partial in the log: refuse it, before anything is written."""
+        share = len(self._share())
+        finished = len(self._pass_boards) - (1 if self._in_pass and not self._over else 0)
+        if self._passes_begun and 0 < finished < share:
+            self._pending = self._pending_run = None  # not taken: the next reset() continues the pass
+            raise RuntimeError(
+                f"environment {self.shard_index} has logged {finished} of its {share} boards of the validation pass "
+                f"of run {self.run!r} at update {self._update} in {self.episode_log}; a new label now would leave "
+                f"that pass partial, which score refuses: finish the pass first ({share - finished} more "
+                f"episodes here; stable-baselines3's evaluate_policy with n_eval_episodes={len(self.rows)} over the "
+                f"vector plays every environment's share), then label the next one; the label was not taken")
 
     def _observe(self) -> np.ndarray:
         if self.observation == "rgb":
@@ -301,8 +347,7 @@ class SokobanFairnessEnv(gymnasium.Env):
         the draws or the pass, and the moves of the episode under way, replayed on restore)."""
         return {"sampler": None if self._sampler is None else self._sampler.state_dict(), "queue": list(self._queue),
                 "draw": self._draw, "next": self._next, "pass_boards": sorted(self._pass_boards),
-                "passes": sorted(self._passes),
-                "passes_begun": self._passes_begun, "in_pass": self._in_pass, "update": self._update,
+                "run": self.run, "pending_run": self._pending_run, "passes_begun": self._passes_begun, "in_pass": self._in_pass, "update": self._update,
                 "pending": self._pending, "progress_given": self._progress_given, "cut_episodes": self.cut_episodes,
                 "row": None if self._row is None else self._position, "over": self._over,
                 "moves": list(self._game.tally.played) if self._row is not None else [],
@@ -314,7 +359,8 @@ class SokobanFairnessEnv(gymnasium.Env):
         self._sampler = None if state["sampler"] is None else TrainingSampler.from_state_dict(ids, state["sampler"])
         self._queue, self._draw, self._next = list(state["queue"]), state["draw"], state["next"]
         self._pass_boards = set(state["pass_boards"])
-        self._passes, self._passes_begun, self._in_pass = set(state["passes"]), state["passes_begun"], state["in_pass"]
+        self.run, self._pending_run = state["run"], state["pending_run"]
+        self._passes_begun, self._in_pass = state["passes_begun"], state["in_pass"]
         self._update, self._pending, self._progress_given = state["update"], state["pending"], state["progress_given"]
         self.cut_episodes, self._over = state["cut_episodes"], state["over"]
         self.np_random.bit_generator.state = state["np_random"]
@@ -377,7 +423,6 @@ class SokobanFairnessEnv(gymnasium.Env):
         if validation:  # a vector plays on past its share of a pass: those episodes are not the pass's
             if not self._in_pass:
                 return
-            self._passes.add(self._update)
         label = self._update if validation or self._progress_given else self._draw
         record = self._game.tally.record(self.method, self.run, "validation" if validation else "training",
                                          label, self._row.task_id, self.sha256 if validation else None)
@@ -398,6 +443,43 @@ class SokobanFairnessEnv(gymnasium.Env):
         if self.render_mode == "ansi":
             return "\n".join(self._game.render("list")) + "\n"
         return None
+
+
+def _run_label(run) -> str:
+    """A run label: a non-empty string on one line (an int, such as a seed, is taken as its digits)."""
+    label = str(run) if isinstance(run, int) and not isinstance(run, bool) else run
+    if not isinstance(label, str) or not label or "\n" in label:
+        raise ValueError(f"run must be a non-empty one-line label (a seed, 'pass-2'), got {run!r}")
+    return label
+
+
+_LOGGED: dict[Path, tuple[tuple[int, int], dict]] = {}  # a log's validation boards, by its size and time
+
+
+def _logged_boards(log: Path) -> dict[tuple[str, str, int], set[str]]:
+    """The validation boards the log holds, by (method, run, update): read again whenever the
+    log changed, once for all the environments of a vector (a torn last line is no record)."""
+    try:
+        stat = log.stat()
+    except FileNotFoundError:
+        return {}
+    key = (stat.st_size, stat.st_mtime_ns)
+    cached = _LOGGED.get(log)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    boards: dict[tuple[str, str, int], set[str]] = {}
+    with open(log, "rb") as handle:
+        for line in handle:
+            if b'"validation"' not in line or not line.endswith(b"\n"):
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # score names a malformed line; this check only looks for passes already there
+            if isinstance(row, dict) and row.get("phase") == "validation":
+                boards.setdefault((row.get("method"), row.get("run"), row.get("update")), set()).add(row.get("task_id"))
+    _LOGGED[log] = (key, boards)
+    return boards
 
 
 def _shard_problem(split: str, boards: int, shard_count: int) -> str | None:

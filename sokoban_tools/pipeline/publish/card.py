@@ -30,7 +30,7 @@ from ...evaluation.compare import floor_percent
 from ...evaluation.charts import interval_chart, length_histogram, line_chart
 from ...evaluation.figures import board_sheet, replay_strip
 from ...evaluation.stats import success_interval
-from ...evaluation.hub_benchmark import EVAL_RESULTS_FOLDER, FRAMEWORK, TASK_IDS, eval_yaml
+from ...evaluation.hub_benchmark import EVAL_RESULTS_FOLDER, FRAMEWORK, PLAN_TASK, TASK_IDS, eval_yaml
 from ...evaluation.baselines import POLICY_LABELS
 from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX, manifest_path, read_manifest
 from ...extras import install_advice
@@ -518,13 +518,14 @@ def hub_values() -> dict[str, object]:
     """The Hub's benchmark file as written, and its tasks, for docs/inspect.md."""
     return {"eval_yaml": eval_yaml().rstrip("\n"), "eval_framework": FRAMEWORK,
             "eval_results_folder": EVAL_RESULTS_FOLDER,
-            "eval_tasks": ", ".join(f"`{task}` ({mode})" for mode, task in TASK_IDS.items())}
+            "eval_tasks": ", ".join(f"`{task}` ({mode})" for mode, task in TASK_IDS.items()), "plan_task": PLAN_TASK,
+            "hub_repo_id": HUB_REPO_ID}
 
 
 def _citation(repo: Path) -> str:
     """The BibTeX entry of the loading script, so card and script cite alike; refused
     unless the script's homepage and citation name the Hub repository (``HUB_REPO_ID``),
-    which the standalone script spells itself."""
+    which the standalone script spells itself, and the citation gives its URL."""
     path = repo / LOADING_SCRIPT
     script = _read_text(path, "restore it from git")
     citation = re.search(r'_CITATION = """(.*?)"""', script, re.S)
@@ -536,6 +537,9 @@ def _citation(repo: Path) -> str:
         problem = f"names {', '.join(others)}" if others else "does not name it in _HOMEPAGE and _CITATION"
         raise CardError(f"{path}: {problem}, but the Hub dataset is {HUB_REPO_ID} (sokoban_tools.layout."
                         f"HUB_REPO_ID); spell that one id throughout the script, its homepage {HUB_URL}")
+    if f"url    = {{{HUB_URL}}}" not in citation.group(1):
+        raise CardError(f"{path}: _CITATION has no url = {{{HUB_URL}}} line, so a citation would not say where "
+                        f"the dataset is; add it")
     return citation.group(1)
 
 

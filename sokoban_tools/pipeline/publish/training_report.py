@@ -17,8 +17,9 @@ from statistics import median
 from ...evaluation import compare, score
 from ...evaluation.charts import line_chart, short_count
 from ...evaluation.stats import holm_adjusted
-from ...integrations.gymnasium_env.schedule import ENV_STEPS_COST
+from ...records.budget import ENV_STEPS_COST
 from ...layout import TRAINING_METHODS, TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
+from ...records.budget import ENV_STEPS_COST
 from ...records.manifest import manifest_path, read_manifest
 from ...training.publish import published_name
 from ...training.train import METHODS

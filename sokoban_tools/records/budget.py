@@ -1,9 +1,12 @@
 """A training budget and validation schedule in env steps, for learners that count env steps.
 
+Standard library only: the card's training report, ``train``'s checks and every command's
+``--help`` read it without gymnasium or torch installed.
+
 verl-agent's schedule is in updates (``update_budget.total_training_steps``,
 ``evaluation.frequency``, ``evaluation.before_training``), and ``score`` checks a log's
 validation passes against it. A learner that counts env steps (stable-baselines3, CleanRL)
-gives a :class:`StepSchedule` to the environment instead: the environment writes the three
+gives a :class:`StepSchedule` to the Gymnasium environment instead: the environment writes the three
 settings in env steps (and says so in the manifest's notes), the learner labels every record
 with its env-step count and each validation pass with its nominal point (:meth:`due`), and
 ``score`` checks the passes as it checks any schedule. A learner collects env steps in
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...checks import integer
+from ..checks import integer
 
 ENV_STEPS_COST = "training_env_steps"  # costs entry: env steps actually trained (unit "env steps")
 UNIT = "env steps"
