@@ -552,8 +552,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                  "notes", "run", "update")
                         if getattr(args, key) is not None]
         if adding_given:
-            parser.error(f"--eval-results writes the Hub file of an entry already added; {', '.join(adding_given)} "
-                         f"add(s) one: give --add first, then --eval-results in a second command")
+            parser.error(f"--eval-results writes the Hub file of an entry already in the table, and "
+                         f"{', '.join(adding_given)} belong to --add, which enters one: run --add first, then "
+                         f"--eval-results NAME alone")
     elif args.out != Path(EVAL_RESULTS_FOLDER):
         parser.error("--out is the folder of --eval-results NAME: give the entry's name")
     try:

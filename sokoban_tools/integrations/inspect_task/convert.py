@@ -43,9 +43,9 @@ from ...paths import PathError, error_text, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, episode_writer, moves_of
-from ...runtime.projection import project_answer
 from ...records.manifest import NOTES, add_costs, read_manifest, write_manifest
 from ...records.rows import DataError
+from ...runtime.projection import project_answer
 from ..served.client import Decoding, public_url
 from ..served.evaluate import LAUNCHER, manifest_for, next_step
 from . import EPISODE_KEY, REGISTERED_TASK, TASK, TASK_FORMAT
@@ -126,16 +126,21 @@ def boards_expected(path: Path, log, rows: list) -> list:
     return rows[:limit]
 
 
+def answer_of(event) -> str:
+    """The answer text of a model event, as the solver read it (:func:`.task.answer_text`)."""
+    from .task import response_text
+
+    text = response_text(event)
+    return event.output.completion if text is None else text
+
+
 def answers_problem(sample, record: EpisodeRecord) -> str | None:
     """What the sample's own model answers contradict in its ``record``, or ``None``: one request a
     turn, each answer's projection (as the solver read it) the move of its turn, the score the outcome."""
     from inspect_ai.scorer import CORRECT
 
-    from .task import response_text
-
     answers = [event for event in sample.events if event.event == "model"]
-    projected = moves_of(project_answer(text if (text := response_text(event)) is not None
-                                        else event.output.completion)[0] for event in answers)
+    projected = moves_of(project_answer(answer_of(event))[0] for event in answers)
     if len(answers) != len(record.moves):
         return (f"it holds {len(answers)} model requests for the {len(record.moves)} turns of its episode, not one "
                 f"request a turn")
