@@ -42,6 +42,7 @@ try:  # the trl extra
     from sokoban_tools.integrations.trl.rollout import TURN_REWARD, VerlAgentRollout, verl_agent_reward
     from sokoban_tools.integrations.trl.run import RunSettings, TrlRun, grpo_config
     from sokoban_tools.integrations.trl.schedule import due
+    from sokoban_tools.integrations.trl.tool_env import TOOL_OBSERVATION, TOOL_TURN, MoveTools, tool_dataset
 except ImportError as error:
     MISSING = f"the trl extra is not installed ({error}): pip install -e '.[trl]'"
 else:
@@ -306,3 +307,36 @@ def test_the_trl_extra_is_pinned_in_the_test_extra_and_installed_as_pinned():
     for requirement in map(Requirement, extras["trl"]):
         assert requirement.specifier.contains(metadata.version(requirement.name), prereleases=True), requirement
     assert "trl==1.16.0" in extras["trl"]  # rollout_func is experimental: its contract is this release's
+
+
+def test_the_tool_route_plays_the_boards_in_a_chat_logs_its_episodes_and_compare_refuses_to_pair_it_unasked(tmp_path):
+    settings = small()
+    dataset = tool_dataset(TRAINING, 3, 2, 0, 2)
+    assert dataset.column_names == ["prompt", "task_id"] and len(dataset) == 6
+    with pytest.raises(ValueError, match="observation=TOOL_OBSERVATION"):
+        with TrlRun(tmp_path / "wrong.jsonl", settings) as run:
+            MoveTools(run, TRAINING)
+    with TrlRun(tmp_path / "tools.jsonl", settings, observation=TOOL_OBSERVATION, turn=TOOL_TURN) as run:
+        factory = MoveTools(run, TRAINING)
+        run.update = 1
+        for task_id in dataset["task_id"][:3]:
+            env, row = factory(), next(r for r in TRAINING if r.task_id == task_id)
+            assert read_text_board(env.reset(task_id=task_id, prompt=dataset["prompt"][0])) == row.board
+            results = [env.move(word) for word in ["jump", *(a for a in row.shortest_solution.lower())]]
+            direction = {"u": "up", "d": "down", "l": "left", "r": "right"}
+            assert results[0].endswith("The box is not on its target yet.")  # no such move: a turn spent
+            env.reset(task_id=task_id)
+            results = [env.move(direction[a]) for a in row.shortest_solution.lower()]
+            assert results[-1].endswith("you won.") and env.move("up") == "The episode is over."
+            assert env.get_reward() == env.get_reward() == pytest.approx(10.9 - 0.1 * (len(row.shortest_solution) - 1))
+        run.validate(ScriptedPolicy(lambda prompt: GARBAGE), 0)
+    records = [r for r in read_episodes(run.log) if r.phase == "training"]
+    assert [(r.update, r.won, r.moves) for r in records] == \
+        [(1, True, row.shortest_solution.upper()) for task_id in dataset["task_id"][:3]
+         for row in TRAINING if row.task_id == task_id]
+    assert verify_log(run.log).verified == 3 + 256
+    with TrlRun(tmp_path / "turns.jsonl", settings) as other:
+        other.validate(ScriptedPolicy(lambda prompt: GARBAGE), 0)
+    with pytest.raises(ManifestError, match="image_processing.observation differs"):
+        compare.check_settings(compare.read_manifests([run.log]), compare.read_manifests([other.log]), ())
+    assert read_manifest(manifest_path(run.log))["notes"]["turn"] == TOOL_TURN
