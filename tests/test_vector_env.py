@@ -130,8 +130,10 @@ def same_infos(a: dict, b: dict, where: str) -> None:
             assert a[key].dtype == b[key].dtype and np.array_equal(a[key], b[key]), (where, key, a[key], b[key])
 
 
-def play_both(gymnasium, tmp_path, num_envs: int, steps: int, mode: str, relabel_every: int = 0, **kwargs) -> int:
-    """Play ``steps`` random steps through the vector and the shards; returns the env steps compared."""
+def play_both(gymnasium, tmp_path, num_envs: int, steps: int, mode: str, relabel: bool = False, **kwargs) -> int:
+    """Play ``steps`` random steps through the vector and the shards; returns the env steps compared.
+    With ``relabel``, a learner's next pass is labelled once every environment has played its share
+    of the current one (and the episode it played on with), as a new label mid-pass is refused."""
     logs = (tmp_path / "shards.jsonl", tmp_path / "vector.jsonl")
     reference = shards(gymnasium, num_envs, mode, episode_log=logs[0], **kwargs)
     vector = gymnasium.make_vec("SokobanFairnessVector-v1", num_envs=num_envs, autoreset_mode=mode,
@@ -141,6 +143,8 @@ def play_both(gymnasium, tmp_path, num_envs: int, steps: int, mode: str, relabel
     same_infos(a[1], b[1], "reset")
     rng = np.random.default_rng(num_envs)
     compared = 0
+    shares = np.array([len(range(i, 256, num_envs)) for i in range(num_envs)])
+    ended = np.zeros(num_envs, dtype=int)  # episodes each environment ended since the last label
     for number in range(1, steps + 1):
         actions = rng.integers(0, 5, num_envs)
         a, b = reference.step(actions), vector.step(actions)
@@ -148,9 +152,11 @@ def play_both(gymnasium, tmp_path, num_envs: int, steps: int, mode: str, relabel
             assert x.dtype == y.dtype and np.array_equal(x, y), (number, name)
         same_infos(a[4], b[4], f"step {number}")
         compared += num_envs
-        if relabel_every and number % relabel_every == 0:  # a learner's next update: a new pass at the next resets
+        ended += a[2] | a[3]
+        if relabel and (ended > shares).all():  # a learner's next update: a new pass at the next resets
             reference.call("set_update", number)
             vector.set_update(number)
+            ended[:] = 0
     reference.close()
     vector.close()
     assert logs[0].read_bytes() == logs[1].read_bytes() and logs[0].stat().st_size > 0
@@ -165,8 +171,8 @@ def test_the_vector_plays_what_the_shards_play_over_100000_random_steps(gymnasiu
     cases = [  # (envs, steps, autoreset, settings): training draws shared by the shards, groups, passes
         (64, 1250, AutoresetMode.NEXT_STEP, {"observation": "grid"}),
         (48, 300, AutoresetMode.SAME_STEP, {"observation": "grid", "batch_size": 16, "rollout_n": 8, "update": 0}),
-        (16, 400, AutoresetMode.NEXT_STEP, {"split": "validation", "relabel_every": 90}),
-        (32, 200, AutoresetMode.SAME_STEP, {"split": "validation", "observation": "grid", "relabel_every": 70}),
+        (16, 400, AutoresetMode.NEXT_STEP, {"split": "validation", "relabel": True}),
+        (32, 200, AutoresetMode.SAME_STEP, {"split": "validation", "observation": "grid", "relabel": True}),
     ]
     for number, (envs, steps, mode, settings) in enumerate(cases):
         folder = tmp_path / str(number)
