@@ -227,3 +227,14 @@ def test_seeds_are_ranges_lists_or_both_in_the_order_given():
     assert parse_seeds("0,2,5") == [0, 2, 5]
     assert parse_seeds("7, 0-2") == [7, 0, 1, 2]
     assert parse_seeds("4-4") == [4]
+
+
+def test_without_ray_the_sweep_says_how_to_install_it_before_anything_is_written(monkeypatch, capsys, tmp_path):
+    from sokoban_tools.extras import install_advice
+    from sokoban_tools.training.sweep import RAY_MISSING
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if it were not installed
+    logs = tmp_path / "runs"
+    assert main(["sweep", "--method", "ppo", "--seeds", "0-1", "--logs", str(logs)]) == 1
+    assert capsys.readouterr().err == f"error: {RAY_MISSING}\n" and install_advice("sweep") in RAY_MISSING
+    assert not logs.exists()

@@ -36,13 +36,14 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..extras import install_advice
 from ..help_text import Parser
 from ..records.manifest import manifest_path, read_manifest
 from ..records.rows import DataError
 from .train import DEFAULT_STEPS, METHODS, checkpoint_path, publish, published_name
 
 PROG = "python -m sokoban_tools sweep"
-RAY_MISSING = "sweep needs Ray (and train's stable-baselines3 and torch): pip install -e '.[sweep]'"
+RAY_MISSING = f"sweep needs Ray (and train's stable-baselines3 and torch): {install_advice('sweep')}"
 BUDGET = "update_budget.total_training_steps"
 FREQUENCY = "evaluation.frequency"
 
