@@ -146,19 +146,21 @@ def test_the_pages_sweep_killed_mid_way_and_started_again_finishes_every_log_as_
         os.killpg(sweep.pid, signal.SIGKILL)  # the sweep and anything in its group
         sweep.wait()
     assert sweep.returncode == -signal.SIGKILL, output.read_text()  # killed, not finished
-    done = [seed for seed, log in logs.items() if finished(log)]
-    under_way = [seed for seed, log in logs.items() if checkpointed(log) and not finished(log)]
-    assert done and under_way and len(done) < len(seeds)
-    before = {seed: logs[seed].read_bytes() for seed in done}
     # its runs' train processes die with their Ray workers, which Ray ends with their dead driver
     wait_for(lambda: not processes_naming(str(folder)), "the killed sweep's runs to end")
+    done = [seed for seed, log in logs.items() if finished(log)]
+    under_way = [seed for seed, log in logs.items() if checkpointed(log) and not finished(log)]
+    # a run killed before its first checkpoint starts again from nothing
+    unsaved = [seed for seed, log in logs.items() if log.exists() and not checkpointed(log)]
+    assert done and under_way and len(done) < len(seeds)
+    before = {seed: logs[seed].read_bytes() for seed in done}
 
     whole = tmp_path / "whole"  # the runs that were killed, made again unbroken by train
     options = ["--steps", option(command, "--steps"), "--eval-every", option(command, "--eval-every"), "--quiet"]
     unbroken = {seed: subprocess.Popen(
         [sys.executable, "-m", "sokoban_tools", "train", "--method", method, "--seed", str(seed),
          "--log", str(whole / logs[seed].name), *options], cwd=tmp_path, env=environment(ray_dir),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for seed in under_way}
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for seed in under_way + unsaved}
     started = time.monotonic()
     again = subprocess.run(["bash", "-c", f"{command} --address {address}"], cwd=tmp_path, env=environment(ray_dir),
                            capture_output=True, text=True, timeout=TIMEOUT)
@@ -172,14 +174,18 @@ def test_the_pages_sweep_killed_mid_way_and_started_again_finishes_every_log_as_
             assert len(said) == 1 and said[0].startswith("finished before") and said[0].endswith("skipped"), said
             assert logs[seed].read_bytes() == before[seed]  # left as it was
             continue
-        assert said[0] == ("resumed from its checkpoint" if seed in under_way else "started"), said
-        # a line per validation pass still to play, then the end with its costs
-        assert all(line.startswith("validation at ") for line in said[1:-1]) and len(said) >= 3, said
+        assert said[0] == ("resumed from its checkpoint" if seed in under_way else "started again (stopped "
+                           "before its first checkpoint: its log is set aside)" if seed in unsaved else "started"), said
+        # a line per validation pass still to play (a run killed after its last pass has none), then the end
+        assert all(line.startswith("validation at ") for line in said[1:-1]), said
+        assert len(said) >= (2 if seed in under_way else 3), said
         assert re.fullmatch(r"finished \(\d+\.\d CPU-seconds, \d+\.\d s wall in this sweep\)", said[-1]), said
-    for seed in under_way:
+    for seed in under_way + unsaved:
         assert unbroken[seed].wait(timeout=TIMEOUT) == 0, unbroken[seed].stderr.read().decode()
         assert logs[seed].read_bytes() == (whole / logs[seed].name).read_bytes(), seed  # no record lost or doubled
-        assert all(reason.startswith("resume-from-") for _, _, reason in side_files(logs[seed]))
+        reasons = [reason for _, _, reason in side_files(logs[seed])]  # what was set aside, and why
+        assert all(reason.startswith("resume-from-") if seed in under_way else reason == "restart"
+                   for reason in reasons), reasons
     for log in logs.values():
         assert finished(log)
         assert run("score", [str(log)]) == 0, log  # `python -m sokoban_tools score LOG`
