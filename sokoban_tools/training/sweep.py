@@ -93,9 +93,10 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def run_train(command: list[str], label: str, log: str) -> Iterator[dict]:
-    """The Ray task of one run: ``train`` as a child process, yielding ``{"line": ...}`` for its start
-    and each validation pass, then ``{"returncode", "cpu_seconds", "wall_seconds", "error"}``.
+def run_train(options: list[str], label: str, log: str) -> Iterator[dict]:
+    """The Ray task of one run: ``train`` with ``options``, as a child process of this worker's Python,
+    yielding ``{"line": ...}`` for its start and each validation pass, then ``{"returncode",
+    "cpu_seconds", "wall_seconds", "error"}``.
 
     A child process rather than :func:`.train.train` in the worker: Ray reuses its workers, and a
     child starts each run from a fresh process as the ``train`` command does (one torch thread, every
@@ -115,7 +116,8 @@ def run_train(command: list[str], label: str, log: str) -> Iterator[dict]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     with tempfile.TemporaryFile() as errors:
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env, text=True,
+        child = subprocess.Popen([sys.executable, "-m", "sokoban_tools", "train", *options], stdout=subprocess.PIPE,
+                                 stderr=errors, env=env, text=True,
                                  preexec_fn=(lambda: _die_with_parent(parent)) if sys.platform == "linux" else None)
         with child.stdout:
             for line in child.stdout:
@@ -165,9 +167,8 @@ def sweep(method: str, seeds: list[int], logs: Path, steps: int, every: int | No
             task = ray.remote(num_cpus=1, max_retries=0, num_returns="streaming")(run_train)
             options = ["--steps", str(steps), *(["--eval-every", str(every)] if every is not None else []),
                        *(["--publish", str(publish_to.resolve())] if publish_to is not None else []), "--quiet"]
-            pending = {task.remote([sys.executable, "-m", "sokoban_tools", "train", "--method", method, "--seed",
-                                    str(seed), "--log", str(log[seed]), *options], label[seed], str(log[seed])): seed
-                       for seed in to_run}
+            pending = {task.remote(["--method", method, "--seed", str(seed), "--log", str(log[seed]), *options],
+                                   label[seed], str(log[seed])): seed for seed in to_run}
             while pending:
                 [ready], _ = ray.wait(list(pending), num_returns=1)
                 seed = pending[ready]
