@@ -12,6 +12,7 @@ product (:data:`USER_COMMANDS`), read the boards and episode logs:
     python -m sokoban_tools demo-model [--policy random]   # a model to evaluate without a GPU
     python -m sokoban_tools vagen evaluate --episode-log LOG   # VAGEN's evaluator on the boards
     python -m sokoban_tools train --method ppo --seed 0 --log LOG   # PPO, GRPO, GiGPO, RLOO or Dr. GRPO on a CPU
+    python -m sokoban_tools sweep --method ppo --seeds 0-9 --logs DIR   # many seeds at once on Ray
 
 The maintainers' pipeline (:data:`PIPELINE_COMMANDS`) rewrites the published files and
 runs from a clone, where ``sokoban_tools.pipeline`` exists (the wheel does not ship it):
@@ -83,6 +84,11 @@ def _vagen() -> Main:
 
 def _train() -> Main:
     from .training.train import main
+    return main
+
+
+def _sweep() -> Main:
+    from .training.sweep import main
     return main
 
 
@@ -162,6 +168,8 @@ USER_COMMANDS = (
     Command("vagen", "evaluate with VAGEN's evaluator on the validation boards and log its episodes", _vagen, False),
     Command("train", "train PPO, GRPO, GiGPO, RLOO or Dr. GRPO on the training boards (a CPU is enough), validating on "
             "the 256 and logging every episode", _train, False),
+    Command("sweep", "train many seeds of one method at once as Ray tasks, one CPU each, on this machine or a "
+            "Ray cluster; started again, it resumes where it stopped", _sweep, False),
     Command("example", "play the worked example's two policies and log them (from a clone)", _example, True),
 )
 # What the maintainers run, from a clone: the steps that write the published files, in order, and their tools.

@@ -15,6 +15,7 @@ EXTRAS = {
     "evaluate": ("openai>=1.0",),
     "inspect": ("inspect-ai==0.3.285",),
     "train": ("stable-baselines3==2.9.2", "torch==2.13.0", "gymnasium>=1.0"),
+    "sweep": ("ray>=2.9", "stable-baselines3==2.9.2", "torch==2.13.0", "gymnasium>=1.0"),
     "trl": ("trl==1.16.0", "transformers>=5.2,<6", "gguf==0.19.0", "torch==2.13.0"),
 }
 

@@ -336,6 +336,7 @@ def card_values(repo: Path, release: Release, summary: dict, validation: list[Bo
         "plot_extra": install_advice("plot", "`"),
         "inspect_extra": install_advice("inspect", "`"),
         "evaluate_extra": install_advice("evaluate", "`"),
+        "sweep_extra": install_advice("sweep", "`"),
         "step_penalty": f"{STEP_PENALTY:+g}".replace("-", "−"),
         "example_row": validation[0].line,
         **limitation_values(validation),
