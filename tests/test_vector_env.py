@@ -228,6 +228,38 @@ def test_bad_input_is_refused_as_the_shards_refuse_it_before_anything_is_written
     assert not (tmp_path / "v.jsonl").exists()
 
 
+def test_a_new_label_in_the_middle_of_a_pass_is_refused_as_the_shards_refuse_it(gymnasium, tmp_path):
+    log = tmp_path / "v.jsonl"
+    envs = gymnasium.make_vec("SokobanFairnessVector-v1", num_envs=128, split="validation", episode_log=log)
+    envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(15):  # every environment ends its first of its two boards by the horizon
+        envs.step(rng.integers(1, 5, 128))
+    envs.set_update(10)
+    with pytest.raises(RuntimeError, match=r"has logged 1 of its 2 boards of the validation pass at update 0 .* "
+                                           r"the label was not taken"):
+        for _ in range(15):
+            envs.step(rng.integers(1, 5, 128))
+    assert {record.update for record in read_episodes(log)} == {0}
+
+
+def test_a_pass_the_log_holds_is_refused_from_a_second_vector_before_anything_is_written(gymnasium, tmp_path):
+    log = tmp_path / "v.jsonl"
+    first = gymnasium.make_vec("SokobanFairnessVector-v1", num_envs=256, split="validation", episode_log=log)
+    first.reset(seed=0)
+    for _ in range(15):  # one board each: the whole pass by the horizon
+        first.step(np.ones(256, dtype=np.int64))
+    first.close()
+    before = log.read_bytes()
+    assert len(before.splitlines()) == 256
+    second = gymnasium.make_vec("SokobanFairnessVector-v1", num_envs=256, split="validation", episode_log=log)
+    with pytest.raises(RuntimeError, match="is already in .* written by this or an earlier process: nothing was "
+                                           "written"):
+        second.reset()
+    second.close()
+    assert log.read_bytes() == before
+
+
 def test_torch_threads_beyond_the_usable_cores_are_warned_of_once_at_the_first_update(gymnasium, monkeypatch):
     import os
     import sys
@@ -273,7 +305,7 @@ def test_a_vector_restored_from_its_state_plays_on_as_the_one_never_stopped(gymn
         assert np.array_equal(restored.load_state_dict(state), last)  # the episodes under way, where they stand
         for number in range(120):
             actions = rng.integers(0, 5, 12)
-            if number == 60:
+            if number == 60 and split == "train":  # in validation a label mid-pass is refused (a test above)
                 whole.set_update(60)
                 restored.set_update(60)
             a, b = whole.step(actions), restored.step(actions)

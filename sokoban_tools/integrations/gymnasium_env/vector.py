@@ -50,7 +50,7 @@ from ...records.manifest import write_manifest
 from ...runtime.batch import BoardBatch, BoardTable
 from ...runtime.sampler import TrainingSampler
 from . import threads
-from .env import GRID_CLASSES, SokobanFairnessEnv, _boards
+from .env import GRID_CLASSES, SokobanFairnessEnv, _boards, _logged_boards
 
 VECTOR_ENV_ID = "SokobanFairnessVector-v1"
 AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
@@ -192,6 +192,8 @@ class SokobanFairnessVectorEnv(gymnasium.vector.VectorEnv):
     def _start(self, slots: np.ndarray, seed: int | None = None) -> None:
         """Start the next episode of the environments ``slots`` (their labels, their boards)."""
         relabelled = slots[self._pending[slots] != NONE]
+        if self.split != "train" and seed is None and self._writer is not None:
+            self._refuse_partial_pass(relabelled)
         if len(relabelled):
             self._update[relabelled] = self._pending[relabelled]
             self._pending[relabelled] = NONE
@@ -207,14 +209,35 @@ class SokobanFairnessVectorEnv(gymnasium.vector.VectorEnv):
         self._turns[slots], self._returns[slots] = 0, 0.0
         self._over[slots], self._started[slots] = False, True
 
+    def _refuse_partial_pass(self, relabelled: np.ndarray) -> None:
+        """A new label for an environment that has logged some but not all of its share of the
+        current pass would leave that pass partial in the log, as in :mod:`.env`: refused, the
+        label dropped, before anything is written."""
+        partial = relabelled[(self._episode[relabelled] > 0) & (self._episode[relabelled] < self._shard[relabelled])]
+        if len(partial):
+            i = int(partial[0])
+            done, share = int(self._episode[i]), int(self._shard[i])
+            self._pending[relabelled] = NONE
+            raise RuntimeError(f"environment {i} has logged {done} of its {share} boards of the validation pass at "
+                               f"update {self._update[i]} in {self.episode_log}; a new label now would leave that "
+                               f"pass partial, which score refuses: finish the pass first ({share - done} more "
+                               f"episodes here), then label the next one; the label was not taken")
+
     def _begin_pass(self, slots: np.ndarray) -> None:
+        """Start a validation pass in ``slots``; one whose label the log already holds for any of an
+        environment's boards is refused before anything is written, whichever process wrote it
+        (as :mod:`.env` refuses it)."""
         if self._writer is not None:
+            logged = _logged_boards(self.episode_log)
             for i in slots:
-                if int(self._update[i]) in self._passes[i]:
+                held = logged.get((self.method, self.run, int(self._update[i])), set())
+                share = [self.task_ids[board] for board in range(int(i), len(self.rows), self.num_envs)]
+                if int(self._update[i]) in self._passes[i] or any(task in held for task in share):
                     raise RuntimeError(
-                        f"a validation pass at update {self._update[i]} is already in {self.episode_log} "
-                        f"(environment {i}); label each pass with its own update before its first reset: "
-                        f"reset(options={{'update': n}}) or set_update(n)")
+                        f"a validation pass of method {self.method!r}, run {self.run!r} at update {self._update[i]} "
+                        f"is already in {self.episode_log} (environment {i}), written by this or an earlier "
+                        f"process: nothing was written. Label each pass with its own update before its first "
+                        f"reset (reset(options={{'update': n}}) or set_update(n)), or give another episode_log")
         self._passes_begun[slots] = True
         self._episode[slots] = 0
 
