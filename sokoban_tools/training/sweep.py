@@ -80,7 +80,7 @@ def finished_costs(log: Path, steps: int, every: int | None) -> dict | None:
     settings = recorded["settings"]
     if settings[BUDGET] != steps or (every is not None and settings[FREQUENCY] != every):
         return None
-    from ..integrations.gymnasium_env.schedule import ENV_STEPS_COST
+    from ..records.budget import ENV_STEPS_COST
 
     return recorded["costs"] if ENV_STEPS_COST in recorded["costs"] else None
 
