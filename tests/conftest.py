@@ -34,6 +34,20 @@ def pool_rows():
 
 
 @pytest.fixture(scope="session")
+def gymnasium():
+    """Gymnasium, with the environments' ids registered (the test extra); under CI=true its absence fails."""
+    from unavailable import unavailable
+
+    try:
+        import gymnasium
+
+        import sokoban_tools.integrations.gymnasium_env  # noqa: F401  registers both ids
+    except ImportError:
+        unavailable("gymnasium is not installed (pip install -e '.[test]')")
+    return gymnasium
+
+
+@pytest.fixture(scope="session")
 def sb3():
     """stable-baselines3, the trainers' real client (the train extra); under CI=true its absence fails."""
     from unavailable import unavailable

@@ -21,7 +21,6 @@ import pytest
 
 from conftest import DATA_DIR, REPO
 from pixel_player import plan
-from unavailable import unavailable
 
 from sokoban_tools.evaluation.replay import verify_log
 from sokoban_tools.records.episodes import read_episodes
@@ -31,15 +30,6 @@ from sokoban_tools.runtime.env import render
 from sokoban_tools.runtime.sampler import TrainingSampler
 
 ID = "sokoban_tools.integrations.gymnasium_env:SokobanFairness-v1"  # Gymnasium imports the module first
-
-
-@pytest.fixture(scope="module")
-def gymnasium():
-    try:
-        import gymnasium
-    except ImportError:
-        unavailable("gymnasium is not installed (pip install -e '.[test]')")
-    return gymnasium
 
 
 @pytest.mark.parametrize("split", ["train", "validation"])

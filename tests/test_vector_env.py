@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from traces import boards_of, load_traces
-from unavailable import unavailable
 
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import manifest_path
@@ -25,17 +24,6 @@ from sokoban_tools.rules.board import Board
 from sokoban_tools.runtime.batch import BoardBatch, BoardTable
 from sokoban_tools.runtime.env import render
 from sokoban_tools.runtime.sampler import TrainingSampler
-
-
-@pytest.fixture(scope="module")
-def gymnasium():
-    try:
-        import gymnasium
-
-        import sokoban_tools.integrations.gymnasium_env  # noqa: F401  registers both ids
-    except ImportError:
-        unavailable("gymnasium is not installed (pip install -e '.[test]')")
-    return gymnasium
 
 
 def test_the_batch_replays_every_runtime_trace_step_for_step_all_1200_at_once():

@@ -104,7 +104,7 @@ def _steps(key: str, steps: tuple[dict, ...]) -> list[str]:
 
 def eval_yaml() -> str:
     """The benchmark's ``eval.yaml`` (see the module docstring)."""
-    lines = [f"# Written by `python -m sokoban_tools card` (reproduce); do not edit. Fields: docs/inspect.md.",
+    lines = ["# Written by `python -m sokoban_tools card` (reproduce); do not edit. Fields: docs/inspect.md.",
              f"name: {_string('Sokoban fairness')}",
              f"description: {_string(description())}",
              f"evaluation_framework: {FRAMEWORK}",

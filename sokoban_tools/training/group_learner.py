@@ -17,11 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .recipe import (GIGPO_LAUNCHER, GRPO_LAUNCHER, LEARNING_RATE, NETWORK, VERL_CONFIG, Choice, network_choice)
 from .step_rows import StepRows
+
+if TYPE_CHECKING:  # torch is imported where a learner runs, not where the recipe is read
+    import torch
 
 GROUPS_PER_UPDATE = 32
 GROUP_SIZE = 8
