@@ -65,15 +65,6 @@ def hyperparameters() -> dict:
             "validation": "greedy (the most probable action), all 256 boards once a pass"}
 
 
-def settings() -> dict:
-    """The controlled settings the learner states (the environment states its own)."""
-    return {"initial_weights.model": f"MLP {list(NETWORK)} (random initialisation seeded by the run)",
-            "reward.invalid_action_penalty": False, "rollout.group_size": None, "update_budget.groups_per_update": None,
-            "decoding.training.temperature": 1.0, "decoding.training.top_p": 1.0, "decoding.training.top_k": -1,
-            "decoding.training.do_sample": True, "decoding.training.n": 1,
-            "decoding.validation.do_sample": False, "decoding.validation.n": 1}
-
-
 def _network(torch, inputs: int, outputs: int, gain: float):
     layers, width = [], inputs
     for size in NETWORK:
@@ -197,8 +188,9 @@ def train_batched(seed: int, log: Path, steps: int, every: int) -> list[dict]:
     import torch
     from gymnasium.vector import AutoresetMode
 
-    from ..records.budget import StepSchedule
     from ..integrations.gymnasium_env.vector import SokobanFairnessVectorEnv
+    from ..records.budget import StepSchedule
+    from .train import settings
 
     started = time.process_time()
     torch.set_num_threads(1)
@@ -207,7 +199,7 @@ def train_batched(seed: int, log: Path, steps: int, every: int) -> list[dict]:
     torch.manual_seed(seed)
     schedule = StepSchedule(steps, every)
     common = {"observation": "grid", "episode_log": log, "method": METHOD, "run": str(seed), "update": 0,
-              "settings": settings(), "schedule": schedule, "notes": hyperparameters()}
+              "settings": settings("ppo"), "schedule": schedule, "notes": hyperparameters()}
     train = SokobanFairnessVectorEnv(ENVS, split="train", autoreset_mode=AutoresetMode.SAME_STEP, **common)
     validation = SokobanFairnessVectorEnv(VALIDATION_ENVS, split="validation", **common)
     passes = []
