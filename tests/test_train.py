@@ -149,13 +149,14 @@ def test_the_cards_results_table_collapses_one_methods_seeds_into_one_row_with_m
 
 
 def test_the_default_budget_and_schedule_are_the_committed_runs():
-    """The committed runs were trained at the default budget (PPO's with today's PPO; GRPO's and
-    GiGPO's with the project's earlier variants, see docs/training.md)."""
+    """The committed runs, every seed of every method, were trained at the default budget and schedule."""
+    from sokoban_tools.layout import TRAINING_SEEDS
     from sokoban_tools.pipeline.publish.training_report import run_logs
+    from sokoban_tools.training.methods import METHODS
     from sokoban_tools.training.train import DEFAULT_STEPS
 
     logs = [log for method_logs in run_logs(REPO).values() for log in method_logs]
-    assert len(logs) == 9
+    assert len(logs) == len(METHODS) * len(TRAINING_SEEDS)
     for log in logs:
         settings = read_manifest(manifest_path(log))["settings"]
         assert settings["update_budget.total_training_steps"] == DEFAULT_STEPS, log

@@ -128,14 +128,15 @@ def short_count(x: float) -> str:
 
 def line_chart(series: dict[str, list[tuple[float, float, float, float]]], x_label: str, y_label: str,
                title: str = "", log_y: bool = False, fmt: str = "png",
-               references: dict[str, float] | None = None) -> bytes:
+               references: dict[str, float] | None = None, mark_points: bool = True) -> bytes:
     """One line per series with a shaded band, e.g. a mean and its interval.
 
     ``series`` maps a legend label to points ``(x, y, band_low, band_high)``;
     the y axis shows percentages from 0 to 1, or with ``log_y`` a log scale
     down to the power of ten below the smallest positive value (zeros sit on
     the bottom edge). ``references`` maps a legend label to a level drawn as a
-    grey horizontal line across the chart (an exact floor or ceiling, say).
+    grey horizontal line across the chart (an exact floor or ceiling, say). With ``mark_points`` the
+    x axis has a tick at every point (the series share their x values); otherwise matplotlib's own.
     """
     references = references or {}
     values = [v for points in series.values() for p in points for v in p[1:]]
@@ -151,8 +152,9 @@ def line_chart(series: dict[str, list[tuple[float, float, float, float]]], x_lab
                               alpha=0.2, linewidth=0)
         for (label, level), style in zip(references.items(), REFERENCE_STYLES):
             axes.axhline(max(level, floor), linewidth=1, label=label, **style)
-        xs = sorted({p[0] for points in series.values() for p in points})
-        axes.set_xticks(xs, [short_count(x) for x in xs])
+        if mark_points:
+            xs = sorted({p[0] for points in series.values() for p in points})
+            axes.set_xticks(xs, [short_count(x) for x in xs])
         if log_y:
             axes.set_yscale("log")
             axes.set_ylim(floor, 1.0)

@@ -41,7 +41,7 @@ from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD,
                        LEARNING_CURVES_IMAGE, LENGTHS_IMAGE, LOADING_SCRIPT, PINS,
                        REAL_MODEL_ENTRY, REPLAY_IMAGE, RESULTS_FOLDER, RESULTS_IMAGE, ROOT, RUNTIME_EXAMPLE,
                        SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE,
-                       SUMMARY_FILE, TRAIN_DATA, TRAINING_IMAGE, TRAINING_POOL_NAME, VALIDATION_DATA,
+                       SUMMARY_FILE, TRAIN_DATA, TRAINING_CPU_IMAGE, TRAINING_IMAGE, TRAINING_POOL_NAME, VALIDATION_DATA,
                        VERIFICATION_FILE, published)
 from ...records.episodes import MOVE_LETTERS, read_episodes
 from ...records.rows import COLUMN_TYPES, BoardRow, DataError, read_board_file, read_regular_file
@@ -548,7 +548,7 @@ def outputs(repo: Path) -> list[Path]:
     """The files :func:`build` writes under ``repo``, in order."""
     return [repo / name for name in (PINS, CARD, *DOC_PAGES, EVAL_YAML, DATA_README, BOARD_SHEET_IMAGE, REPLAY_IMAGE,
                                      LENGTHS_IMAGE, BASELINES_IMAGE, LEARNING_CURVES_IMAGE, LAST_UPDATE_IMAGE,
-                                     RESULTS_IMAGE, *([TRAINING_IMAGE] if run_logs(repo) else []),
+                                     RESULTS_IMAGE, *([TRAINING_IMAGE, TRAINING_CPU_IMAGE] if run_logs(repo) else []),
                                      *IMAGE_TABLES.values())]
 
 
@@ -590,7 +590,8 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         }
         success_picture = baselines_picture(baselines)
         results_chart = results_picture(results, baselines)
-        training_chart = training_picture(training, baselines) if training is not None else None
+        training_charts = ([training_picture(training, baselines), training_picture(training, baselines, cpu=True)]
+                           if training is not None else [])
     except KeyError as err:
         raise CardError(f"the reports under {DATA_FOLDER}/ lack the entry {err}, so they predate this code; "
                         f"{REGENERATE}") from None
@@ -610,7 +611,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         compare.learning_curves(example),
         compare.learning_curves({**example, "updates": example["updates"][-1:]}),  # a forest plot
         results_chart,
-        *([training_chart] if training_chart is not None else []),
+        *training_charts,
         *parquet.values(),
     )))
 

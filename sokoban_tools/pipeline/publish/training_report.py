@@ -1,37 +1,43 @@
 """The training runs' figures for docs/training.md and the card: from the committed logs of ``train``.
 
-Each of the nine runs (:data:`~sokoban_tools.layout.TRAINING_METHODS` x
-:data:`~sokoban_tools.layout.TRAINING_SEEDS`) is committed as ``train`` wrote it under
+Each run (every method of :data:`~sokoban_tools.training.methods.METHODS` x
+:data:`~sokoban_tools.layout.TRAINING_SEEDS`) is committed as ``train --publish`` wrote it under
 :data:`~sokoban_tools.layout.TRAINING_RUNS` (``<method>-<seed>.jsonl`` and its manifest). This
 module scores them (every validation episode replayed), tables each run's costs and success
-at every pass, compares the methods pairwise with several runs a side, and draws the learning
-curves: the median over seeds with the range of the seeds as the band.
+at every pass, compares every pair of methods with their seeds counted, at matched env steps
+and at matched CPU time, and draws the learning curves against both: the median over seeds with
+the range of the seeds as the band.
+
+A manifest records a run's CPU-seconds for the whole run, so the CPU-seconds at a pass are
+estimated as the pass's env steps times the run's CPU-seconds per env step (validation included).
 """
 
 from __future__ import annotations
 
 import re
+from itertools import combinations
 from pathlib import Path
 from statistics import median
 
 from ...evaluation import compare, score
 from ...evaluation.charts import line_chart, short_count
 from ...evaluation.stats import holm_adjusted
-from ...records.budget import ENV_STEPS_COST
-from ...layout import TRAINING_METHODS, TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
+from ...layout import TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
 from ...records.budget import ENV_STEPS_COST
 from ...records.manifest import manifest_path, read_manifest
 from ...training.publish import published_name
 from ...training.train import METHODS
 
-PAIRS = (("ppo", "grpo"), ("grpo", "gigpo"), ("ppo", "gigpo"))
+PAIRS = tuple(combinations(METHODS, 2))  # every pair of methods, in the methods' order
+ASKED_BUDGET = 3_000_000  # env steps a run, what the comparison was asked to reach (or a flat curve)
+SHORT_RUN = ("gigpo", 0, 100_000)  # docs/training.md's short run: a committed run's first passes, trained again
 SEED_ENTRY = re.compile(r"(?P<prefix>.+)-seed(?P<seed>\d+)")  # results/<method>-seed<k>: one entry per seed
 
 
 def run_logs(repo: Path) -> dict[str, list[Path]]:
     """The committed logs of each method, in seed order (methods without any are left out)."""
     found = {method: [repo / TRAINING_RUNS / published_name(method, seed) for seed in TRAINING_SEEDS] for method in
-             TRAINING_METHODS}
+             METHODS}
     return {method: [log for log in logs if log.is_file()] for method, logs in found.items()
             if any(log.is_file() for log in logs)}
 
@@ -51,7 +57,8 @@ def scored_runs(repo: Path, logs: dict[str, list[Path]]) -> list[dict]:
                          "success": [success[(METHODS[method], run, u)] for u in points],
                          "env_steps": manifest["costs"].get(ENV_STEPS_COST, {}).get("value"),
                          "cpu_seconds": manifest["costs"].get("cpu_seconds", {}).get("value"),
-                         "budget": manifest["settings"]["update_budget.total_training_steps"]})
+                         "budget": manifest["settings"]["update_budget.total_training_steps"],
+                         "every": manifest["settings"]["evaluation.frequency"]})
     return runs
 
 
@@ -73,7 +80,27 @@ def training_report(repo: Path) -> dict | None:
     for comparison, adjusted in zip(comparisons, verdicts):
         comparison["p_holm"] = adjusted
         comparison["separated"] = adjusted < ALPHA
-    return {"runs": runs, "comparisons": comparisons, "methods": list(logs)}
+    report = {"runs": runs, "comparisons": comparisons, "methods": list(logs)}
+    report["matched_cpu"] = matched_cpu(report)
+    report["cpu_comparisons"] = cpu_comparisons(repo, report, logs)
+    return report
+
+
+def cpu_comparisons(repo: Path, report: dict, logs: dict[str, list[Path]]) -> list[dict]:
+    """Each pair at matched CPU time: ``compare`` of each method's pass of :func:`matched_cpu`
+    (passes of different env steps, so chosen as ``--update-a``/``--update-b`` are), Holm-corrected
+    over the pairs."""
+    at = report["matched_cpu"]["methods"]
+    found = []
+    for c in report["comparisons"]:
+        a, b = c["a"], c["b"]
+        result = compare.compare(logs[a], logs[b], validation=repo / VALIDATION_DATA, allowed=c["allowed"],
+                                 chosen=(at[a]["point"], at[b]["point"]))
+        found.append({"a": a, "b": b, "last": result["updates"][-1]})
+    for comparison, adjusted in zip(found, holm_adjusted([f["last"]["p_value"] for f in found])):
+        comparison["p_holm"] = adjusted
+        comparison["separated"] = adjusted < ALPHA
+    return found
 
 
 ALPHA = 0.05  # the card ranks two methods apart only where the seed-aware test separates them at this level
@@ -123,17 +150,44 @@ def _percent(wins_boards: tuple[int, int]) -> str:
     return f"{wins / boards:.1%}"
 
 
-def curves(report: dict) -> dict[str, list[tuple[float, float, float, float]]]:
-    """Per method: (env steps, median success over seeds, lowest, highest) at every pass all its runs made."""
+def cpu_at(run: dict, point: int) -> float:
+    """The CPU-seconds ``run`` had spent at its pass ``point``: the pass's env steps at the run's
+    CPU-seconds per env step (a manifest records the whole run's only)."""
+    return run["cpu_seconds"] * point / run["env_steps"]
+
+
+def _passes(report: dict, method: str) -> tuple[list[dict], list[int]]:
+    """A method's runs and the passes all of them made."""
+    runs = [r for r in report["runs"] if r["method"] == method]
+    return runs, sorted(set.intersection(*(set(r["points"]) for r in runs)))
+
+
+def curves(report: dict, cpu: bool = False) -> dict[str, list[tuple[float, float, float, float]]]:
+    """Per method: (env steps, or with ``cpu`` the median CPU-seconds of its runs there; median success
+    over seeds, lowest, highest) at every pass all its runs made."""
     series = {}
     for method in report["methods"]:
-        runs = [r for r in report["runs"] if r["method"] == method]
-        shared = sorted(set.intersection(*(set(r["points"]) for r in runs)))
-        rates = {u: [r["success"][r["points"].index(u)][0] / r["success"][r["points"].index(u)][1] for r in runs]
-                 for u in shared}
+        runs, shared = _passes(report, method)
         name = f"{METHODS[method]} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
-        series[name] = [(u, median(rates[u]), min(rates[u]), max(rates[u])) for u in shared]
+        series[name] = []
+        for u in shared:
+            rates = [_rate(r, u) for r in runs]
+            x = median(cpu_at(r, u) for r in runs) if cpu else u
+            series[name].append((x, median(rates), min(rates), max(rates)))
     return series
+
+
+def matched_cpu(report: dict) -> dict:
+    """The methods at matched CPU time: the budget is the smallest of the methods' median CPU-seconds a
+    run (the cheapest method's whole run), and each method is read at its last pass within it."""
+    budget = min(median(r["cpu_seconds"] for r in _passes(report, m)[0]) for m in report["methods"])
+    at = {}
+    for method in report["methods"]:
+        runs, shared = _passes(report, method)
+        point = max(u for u in shared if median(cpu_at(r, u) for r in runs) <= budget * (1 + 1e-9))
+        at[method] = {"point": point, "cpu_seconds": median(cpu_at(r, point) for r in runs),
+                      "rates": [_rate(r, point) for r in runs]}
+    return {"cpu_seconds": budget, "methods": at}
 
 
 def standing(report: dict, baselines: dict) -> str:
@@ -146,10 +200,12 @@ def standing(report: dict, baselines: dict) -> str:
             f"{floor:.1%} that a policy drawing moves 1–4 uniformly at random reaches (the exact floor).")
 
 
-def training_picture(report: dict, baselines: dict) -> bytes:
+def training_picture(report: dict, baselines: dict, cpu: bool = False) -> bytes:
+    """The learning curves against env steps, or with ``cpu`` against CPU-seconds."""
     overall = baselines["splits"]["validation"]["overall"]
-    return line_chart(curves(report), x_label="training env steps", y_label="success on the validation boards",
-                      title="median over seeds; band: lowest to highest seed",
+    return line_chart(curves(report, cpu), x_label="CPU-seconds of training (one thread)" if cpu else
+                      "training env steps", y_label="success on the validation boards",
+                      title="median over seeds; band: lowest to highest seed", mark_points=not cpu,
                       references={"random moves 1–4 (exact floor)": overall["moves_1_4"]["success"]["float"],
                                   "optimal (ceiling)": 1.0})
 
@@ -160,11 +216,11 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
         return {"training_runs_table": "No training run is committed yet.", "training_comparisons": "",
                 "training_ranking": "", "training_budgets": "", "training_pairing": "",
                 "training_alpha": f"{ALPHA:.0%}", "compare_resamples": f"{compare.RESAMPLES:,}",
-                "training_standing": "",
-                "training_hyperparameters": "", "training_budget": "—", "training_cpu": "—",
-                "training_card_chart": ""}
+                "training_standing": "", "training_runs": "no runs", "training_seeds": "no",
+                "training_budget": "—", "training_budget_plain": "—", "training_total_cpu": "—",
+                "training_budget_reason": "", "training_short_run": "No training run is committed yet.", "training_cpu": "—", "training_card_chart": ""}
     points = sorted({u for r in report["runs"] for u in r["points"]})
-    rows = [["Method", "Seed", "Env steps trained", "CPU-s", "Steps/CPU-s", *[f"{u:,}" for u in points]],
+    rows = [["Method", "Seed", "Env steps trained", "CPU-s", "Steps/CPU-s", *[short_count(u) for u in points]],
             ["---"] * (5 + len(points))]
     for r in report["runs"]:
         cells = {u: _percent(s) for u, s in zip(r["points"], r["success"])}
@@ -173,20 +229,21 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
                      f"{r['env_steps'] / r['cpu_seconds']:,.0f}" if r["env_steps"] and r["cpu_seconds"] else "—",
                      *[cells.get(u, "—") for u in points]])
     comparisons = [comparison_section(report, c, table) for c in report["comparisons"]]
-    notes = {m: read_manifest(manifest_path(_logs(report, m)[0]))["notes"]["learner"]["hyperparameters"]
-             for m in report["methods"]}  # as the runs recorded them
-    keys = list(dict.fromkeys(k for values in notes.values() for k in values))
-    hyper = [["Hyperparameter", *[METHODS[m] for m in notes]], ["---"] * (1 + len(notes))]
-    hyper += [[f"`{k}`", *[str(notes[m].get(k, "—")) for m in notes]] for k in keys]
     budgets = sorted({r["budget"] for r in report["runs"]})
     cpu = [r["cpu_seconds"] for r in report["runs"] if r["cpu_seconds"] is not None]
-    budget = ", ".join(f"{b:,}" for b in budgets)
+    seeds = sorted({sum(r["method"] == m for r in report["runs"]) for m in report["methods"]})
     return {"training_runs_table": table(rows), "training_comparisons": "\n\n".join(comparisons),
             "training_ranking": ranking(report), "training_budgets": budgets_text(report, table),
             "training_pairing": pairing_text(report), "training_alpha": f"{ALPHA:.0%}",
             "compare_resamples": f"{compare.RESAMPLES:,}",
             "training_standing": standing(report, baselines),
-            "training_hyperparameters": table(hyper), "training_budget": budget,
+            "training_runs": f"{len(report['runs'])} runs ({len(report['methods'])} methods)",
+            "training_seeds": "–".join(map(str, seeds)),
+            "training_budget": ", ".join(f"{b:,}" for b in budgets),
+            "training_budget_plain": " or ".join(str(b) for b in budgets),
+            "training_total_cpu": f"{sum(cpu) / 3600:.1f}",
+            "training_budget_reason": budget_reason(report),
+            "training_short_run": short_run(report),
             "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—",
             "training_card_chart": "![Training curves](images/training-curves.png)"}
 
@@ -258,7 +315,50 @@ def ranking(report: dict) -> str:
     relations = (f"counting seeds, {', '.join(apart)}; the others tied" if apart else
                  "no two trained methods differ counting seeds")
     up = [METHODS[m] for m, gain in rising(report).items() if gain > RISING]
-    return f"At {budget} env steps {relations}; {', '.join(up) + ' still rise' if up else 'none still rises'}."
+    seeds = sorted({sum(r["method"] == m for r in report["runs"]) for m in report["methods"]})
+    return (f"At {budget} env steps, {'–'.join(map(str, seeds))} seeds a method, {relations}; "
+            f"{', '.join(up) + ' still rise' if up else 'none still rises'}"
+            + (f" ([why not {short_count(ASKED_BUDGET)}](docs/training.md#the-runs))." if budget_short(report) else "."))
+
+
+def budget_short(report: dict) -> bool:
+    """Whether the runs stopped short of :data:`ASKED_BUDGET`."""
+    return max(r["budget"] for r in report["runs"]) < ASKED_BUDGET
+
+
+def budget_reason(report: dict) -> str:
+    """Why the runs stop short of :data:`ASKED_BUDGET`, with what the asked budget would cost; empty
+    where they reach it."""
+    if not budget_short(report):
+        return ""
+    hours = sum(r["cpu_seconds"] * ASKED_BUDGET / r["env_steps"] for r in report["runs"]) / 3600
+    return (f"The comparison was asked for {short_count(ASKED_BUDGET)} env steps a run (or until the curves are "
+            f"flat): at these runs' CPU-seconds per env step, the same runs at {short_count(ASKED_BUDGET)} would "
+            f"take {hours:.0f} CPU-hours, more than the 2-core machine they were trained on could give them in a "
+            f"working session. Hence the budget; [Results](results.md#trained-methods-compared) says which "
+            f"methods were still rising at it.")
+
+
+def short_run(report: dict) -> str:
+    """docs/training.md's short run: the command that trains :data:`SHORT_RUN` again, and what it
+    gives, from the committed run (its passes, its CPU-seconds there, the seeds' spread)."""
+    method, seed, steps = SHORT_RUN
+    run = next((r for r in report["runs"] if (r["method"], r["seed"]) == (method, seed)), None)
+    if run is None or steps not in run["points"]:
+        return f"No committed {METHODS[method]} run of seed {seed} has a pass at {steps:,} env steps."
+    log = f"runs/{published_name(method, seed)}"
+    shown = [u for u in run["points"] if u <= steps]
+    spread = [_rate(r, steps) for r in report["runs"] if r["method"] == method and steps in r["points"]]
+    return (f"A few minutes: the committed {METHODS[method]} run of seed {seed}, trained again to its "
+            f"{steps:,}-step pass on its own schedule:\n\n```bash\npython -m sokoban_tools train --method {method} "
+            f"--seed {seed} --steps {steps} --eval-every {run['every']} --log {log}\n```\n\n"
+            f"Its passes print {', '.join(f'{_rate(run, u):.1%} at {u:,}' for u in shown)} env steps, those of "
+            f"[`{_rel(run['log'])}`](../{_rel(run['log'])}), byte for byte on the machine class its manifest "
+            f"records with the same versions; elsewhere the run is another draw, and its last pass falls in the "
+            f"committed seeds' spread at {steps:,}, {min(spread):.1%}–{max(spread):.1%} over {len(spread)} seeds "
+            f"(`tests/test_training_reproduces.py` checks one or the other on CI's machine). It takes about "
+            f"{cpu_at(run, steps):,.0f} CPU-seconds, the committed run's at that pass: about as many seconds of "
+            f"wall time on an idle core, twice that with another run beside it on one core.")
 
 
 def still_rising(report: dict) -> str:
@@ -273,25 +373,42 @@ def still_rising(report: dict) -> str:
 
 def budgets_text(report: dict, table) -> str:
     """The results page's budgets paragraph: the area under each curve, who was still rising, and
-    why no comparison at matched CPU time is made."""
+    the methods at matched CPU time."""
     rows = [["Method", "Runs", "Area under the curve, mean [lowest, highest run]", "Gain over the last three passes",
-             "CPU-s a run"], ["---"] * 5]
+             "CPU-s a run, median"], ["---"] * 5]
     gains = rising(report)
     for method in report["methods"]:
         runs = [r for r in report["runs"] if r["method"] == method]
         areas = [area(r) for r in runs]
-        cpu = [r["cpu_seconds"] for r in runs if r["cpu_seconds"] is not None]
         rows.append([METHODS[method], str(len(runs)),
                      f"{sum(areas) / len(areas):.1%} [{min(areas):.1%}, {max(areas):.1%}]",
                      f"{gains[method] * 100:+.1f} points ({'still rising' if gains[method] > RISING else 'flat'})",
-                     f"{sum(cpu) / len(cpu):,.0f}" if cpu else "—"])
+                     f"{median(r['cpu_seconds'] for r in runs):,.0f}"])
+    matched = report["matched_cpu"]
+    cpu_rows = [["Method", "Pass (env steps)", "CPU-s at the pass, median", "Success, median [lowest, highest seed]"],
+                ["---"] * 4]
+    for method, at in matched["methods"].items():
+        cpu_rows.append([METHODS[method], f"{at['point']:,}", f"{at['cpu_seconds']:,.0f}",
+                         f"{median(at['rates']):.1%} [{min(at['rates']):.1%}, {max(at['rates']):.1%}]"])
+    pairs = [["Pair", "Passes (env steps)", "A - B [95% CI, seeds counted]", "p (runs)", "Holm p", "Verdict"],
+             ["---"] * 6]
+    for c in report["cpu_comparisons"]:
+        last = c["last"]
+        pairs.append([f"{METHODS[c['a']]} vs {METHODS[c['b']]}", f"{last['update_a']:,} vs {last['update_b']:,}",
+                      compare.difference_text(last), f"{last['p_value']:.2g}", f"{c['p_holm']:.2g}",
+                      "apart" if c["separated"] else "tied"])
     return (f"{table(rows)}\n\nThe area under a run's curve is its success averaged over training: the area "
             f"under success against env steps (trapezoids between the passes) over the env steps spanned, 0 to 1. "
             f"A method is still rising where its mean success over seeds gained more than {RISING * 100:.0f} point "
-            f"from the first to the last of its last three passes. {still_rising(report)} The run manifests record "
-            f"each run's CPU-seconds for the whole run only, not per pass, so the methods are compared at matched "
-            f"env steps (every pass both made) and not at matched CPU time; a method's CPU-seconds a run are in "
-            f"the table.")
+            f"from the first to the last of its last three passes. {still_rising(report)}\n\n"
+            f"**At matched CPU time.** A run's manifest records its CPU-seconds for the whole run (one torch thread, "
+            f"validation passes included), so a pass's CPU-seconds are estimated as its env steps at the run's "
+            f"CPU-seconds per env step. The CPU budget below is the smallest of the methods' median CPU-seconds a "
+            f"run, {matched['cpu_seconds']:,.0f}: each method at its last pass within it "
+            f"(the chart against CPU-seconds: [Training](training.md#the-runs)). Each pair is then compared as `compare` "
+            f"compares two chosen passes (`--update-a`, `--update-b`), seeds counted, Holm-corrected over the pairs; "
+            f"two methods are apart at matched CPU time only where the corrected p is under {ALPHA:.0%}.\n\n"
+            f"{table(cpu_rows)}\n\n{table(pairs)}")
 
 
 def _logs(report: dict, method: str) -> list[Path]:
