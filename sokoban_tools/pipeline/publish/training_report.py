@@ -331,7 +331,7 @@ def budget_reason(report: dict) -> str:
     where they reach it."""
     if not budget_short(report):
         return ""
-    hours = sum(r["cpu_seconds"] * ASKED_BUDGET / r["env_steps"] for r in report["runs"]) / 3600
+    hours = sum(cpu_at(r, ASKED_BUDGET) for r in report["runs"]) / 3600
     return (f"The comparison was asked for {short_count(ASKED_BUDGET)} env steps a run (or until the curves are "
             f"flat): at these runs' CPU-seconds per env step, the same runs at {short_count(ASKED_BUDGET)} would "
             f"take {hours:.0f} CPU-hours, more than the 2-core machine they were trained on could give them in a "
