@@ -17,7 +17,7 @@ log holds each record once and, the run being deterministic (one torch thread, e
 generator seeded and checkpointed), the same bytes as a run never stopped. ``--publish DIR``,
 once the run has reached its budget, writes ``DIR/<method>-<seed>.jsonl``: the log's
 validation passes, line for line, with the manifest beside it (the training rows, 20-30 MB a
-run of 500k steps, stay in the log); the runs under ``examples/training`` are these.
+run of 200k steps, stay in the log); the runs under ``examples/training`` are these.
 
 PPO is stable-baselines3's, with its GAE critic; GRPO, GiGPO, RLOO and Dr. GRPO compute their
 advantages as verl-agent's own functions do and train with its actor loss and its Sokoban
@@ -48,7 +48,7 @@ from .publish import check_destination, publish
 from .recipe import NETWORK, SOURCES, recipe_notes
 
 METHODS = LABELS  # name -> label, from the one list of methods
-DEFAULT_STEPS = 500_000  # the committed runs' budget
+DEFAULT_STEPS = 200_000  # the committed runs' budget
 VALIDATION_ENVS = 16
 
 

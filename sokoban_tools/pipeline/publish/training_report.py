@@ -21,6 +21,7 @@ from statistics import median
 
 from ...evaluation import compare, score
 from ...evaluation.charts import line_chart, short_count
+from ...evaluation.pass_pairing import TOLERANCE, gap, pass_steps, update_steps
 from ...evaluation.stats import holm_adjusted
 from ...layout import TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
 from ...records.budget import ENV_STEPS_COST
@@ -72,7 +73,8 @@ def training_report(repo: Path) -> dict | None:
     for a, b in PAIRS:
         if a in logs and b in logs:
             differ = {d["key"] for d in _differences(logs[a], logs[b])}
-            shared = sorted(set.intersection(*(set(r["points"]) for r in runs if r["method"] in (a, b))))
+            shared = [u for u in sorted(set.intersection(*(set(r["points"]) for r in runs if r["method"] in (a, b))))
+                      if one_budget(u, logs[a], logs[b])]
             report = compare.compare(logs[a], logs[b], validation=repo / VALIDATION_DATA, allowed=differ,
                                      updates=shared)
             comparisons.append({"a": a, "b": b, "report": report, "allowed": sorted(differ)})
@@ -136,6 +138,22 @@ def area(run: dict) -> float:
     if len(xs) < 2:
         return ys[0]
     return sum((x1 - x0) * (y0 + y1) / 2 for x0, x1, y0, y1 in zip(xs, xs[1:], ys, ys[1:])) / (xs[-1] - xs[0])
+
+
+def max_update(report: dict) -> int:
+    """The most env steps one update of any committed run can take (:func:`~sokoban_tools.evaluation.
+    pass_pairing.update_steps`)."""
+    return max(update_steps(read_manifest(manifest_path(r["log"]))) or 0 for r in report["runs"])
+
+
+def one_budget(label: int, a: list[Path], b: list[Path]) -> bool:
+    """Whether the passes labelled ``label`` of the runs ``a`` and ``b`` are one budget as ``compare``
+    pairs them by default (:mod:`~sokoban_tools.evaluation.pass_pairing`): a published run holds its
+    passes alone, so each lies within an update of its label, and an early label may be too close to an
+    update's length for the two to be within the tolerance."""
+    steps = [pass_steps(label, [(read_manifest(manifest_path(p)), None) for p in side]) for side in (a, b)]
+    largest = gap(*steps)
+    return largest is not None and largest <= TOLERANCE * max(steps[0].high, steps[1].high, 1)
 
 
 def _differences(a: list[Path], b: list[Path]) -> list[dict]:
@@ -267,7 +285,9 @@ def comparison_section(report: dict, c: dict, table) -> str:
     return (f"### {METHODS[c['a']]} vs {METHODS[c['b']]}\n\n{verdict(c)}\n\n"
             f"`{command}` (settings the methods own: {allowed}):\n\n"
             f"```text\n{compare.render({**full, 'updates': [last]})}\n```\n\n"
-            f"At every pass both made (matched env steps, each pass paired as `compare` pairs it):\n\n"
+            f"At every pass both made that `compare` pairs as one budget (matched env steps within "
+            f"{TOLERANCE:.0%}; an update of up to {max_update(report):,} env steps makes the earliest passes too "
+            f"far apart to pair):\n\n"
             f"{table(rows)}")
 
 
