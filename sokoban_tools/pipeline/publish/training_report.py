@@ -236,7 +236,8 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
                 "training_alpha": f"{ALPHA:.0%}", "compare_resamples": f"{compare.RESAMPLES:,}",
                 "training_standing": "", "training_runs": "no runs", "training_seeds": "no",
                 "training_budget": "—", "training_budget_plain": "—", "training_total_cpu": "—",
-                "training_budget_reason": "", "training_short_run": "No training run is committed yet.", "training_cpu": "—", "training_card_chart": ""}
+                "training_budget_reason": "", "training_short_run": "No training run is committed yet.",
+                "training_cpu": "—", "training_card_chart": ""}
     points = sorted({u for r in report["runs"] for u in r["points"]})
     rows = [["Method", "Seed", "Env steps trained", "CPU-s", "Steps/CPU-s", *[short_count(u) for u in points]],
             ["---"] * (5 + len(points))]
@@ -338,7 +339,8 @@ def ranking(report: dict) -> str:
     seeds = sorted({sum(r["method"] == m for r in report["runs"]) for m in report["methods"]})
     return (f"At {budget} env steps, {'–'.join(map(str, seeds))} seeds a method, {relations}; "
             f"{', '.join(up) + ' still rise' if up else 'none still rises'}"
-            + (f" ([why not {short_count(ASKED_BUDGET)}](docs/training.md#the-runs))." if budget_short(report) else "."))
+            + (f" ([why not {short_count(ASKED_BUDGET)}](docs/training.md#the-runs))." if budget_short(report)
+               else "."))
 
 
 def budget_short(report: dict) -> bool:
@@ -425,7 +427,8 @@ def budgets_text(report: dict, table) -> str:
             f"validation passes included), so a pass's CPU-seconds are estimated as its env steps at the run's "
             f"CPU-seconds per env step. The CPU budget below is the smallest of the methods' median CPU-seconds a "
             f"run, {matched['cpu_seconds']:,.0f}: each method at its last pass within it "
-            f"(the chart against CPU-seconds: [Training](training.md#the-runs)). Each pair is then compared as `compare` "
+            f"(the chart against CPU-seconds: [Training](training.md#the-runs)). Each pair is then compared as "
+            f"`compare` "
             f"compares two chosen passes (`--update-a`, `--update-b`), seeds counted, Holm-corrected over the pairs; "
             f"two methods are apart at matched CPU time only where the corrected p is under {ALPHA:.0%}.\n\n"
             f"{table(cpu_rows)}\n\n{table(pairs)}")
