@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Sequence
 
 from ..files import sha256_bytes
-from ..layout import TRAIN_DATA
+from ..layout import TRAIN_DATA, TUNING_SELECTION_FILE, published
 from .rows import BoardRow
 from .stratified import Selection, select
 
 TUNING_PROTOCOL = "sokoban-tuning-256-v1"  # the salt of the ranking hash, and the split's name
 TUNING_SIZE = 256
+TUNING_SELECTION = published(TUNING_SELECTION_FILE)  # "fairness/tuning-256.selection.json"
 
 
 @dataclass(frozen=True)
@@ -48,3 +49,12 @@ def tuning_split(rows: Sequence[BoardRow], path: Path | str = TRAIN_DATA) -> Tun
     held = {row.task_id for row in selection.selected}
     return TuningSplit(selection, tuple(selection.selected), tuple(row for row in rows if row.task_id not in held),
                        sha256_bytes(boards_text(selection.selected)))
+
+
+def tuning_record(sha256: str) -> dict:
+    """What a tuning run's manifest records of the split (its ``tuning`` entry), ``sha256`` being
+    the tuning boards' (:attr:`TuningSplit.sha256`)."""
+    return {"protocol": TUNING_PROTOCOL, "selection": TUNING_SELECTION,
+            "validation_boards": TUNING_SIZE, "validation_boards_sha256": sha256,
+            "note": "trained on the training boards outside the tuning split and validated on the tuning split, "
+                    "never on the validation boards: a tuning run, not a result"}
