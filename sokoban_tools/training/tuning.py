@@ -72,8 +72,3 @@ def tuned_recipe(recipe: tuple[Choice, ...], names: dict[str, str], index: int) 
 
     return tuple(map(tuned, recipe))
 
-
-def describe() -> list[str]:
-    """The grid as rows of text, for docs/training.md: index, learning rate, epochs, minibatch rows."""
-    return [f"| {index} | {config.learning_rate:g} | {config.epochs} | {config.minibatch_rows} |"
-            for index, config in enumerate(GRID)]

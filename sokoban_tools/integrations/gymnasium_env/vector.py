@@ -73,7 +73,8 @@ class SokobanFairnessVectorEnv(gymnasium.vector.VectorEnv):
                  dataset_dir=None, hub_revision: str | None = None, episode_log=None, method: str = "gymnasium",
                  run: str = "0", update: int | None = None, settings: dict | None = None, trained: bool = True,
                  schedule=None, notes: dict | None = None, autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
-                 max_episode_steps: int | None = None, render_mode: str | None = None, tuning: bool = False):
+                 max_episode_steps: int | None = None, render_mode: str | None = None,
+                 tuning: bool = False):
         self.num_envs = integer("num_envs", num_envs, 1)
         if max_episode_steps is not None and max_episode_steps < max_steps:
             raise ValueError(f"max_episode_steps={max_episode_steps} would cut episodes before the horizon of "
