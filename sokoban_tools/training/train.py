@@ -164,9 +164,10 @@ def _check_hyperparameters(log: Path, hyperparameters: dict) -> None:
         recorded = read_manifest(manifest_path(log)).get("notes", {}).get("learner", {}).get("hyperparameters")
     except (DataError, PathError):
         return  # none, or one the environment replaces or refuses itself
+    if recorded is None:
+        return
     ours = json.loads(json.dumps(hyperparameters))  # as the manifest holds them
-    changed = sorted(key for key in {*(recorded or {}), *ours} if recorded is not None and
-                     recorded.get(key) != ours.get(key))
+    changed = sorted(key for key in {*recorded, *ours} if recorded.get(key) != ours.get(key))
     if changed:
         raise DataError(f"{manifest_path(log)}: records a run with other hyperparameters ({', '.join(changed)}: "
                         f"another --config, or none); give this run its own --log")
@@ -192,7 +193,7 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
     try:
         path = checkpoint_path(log)
         state = load_checkpoint(path, log, method, seed, steps, every, tuning, config) if path.exists() else None
-        run = Run(method, seed, log, steps, every, tuning, config)  # writes (or checks) the manifest before any record
+        run = Run(method, seed, log, steps, every, tuning, config)  # writes (or checks) the manifest first
     except BaseException:
         writer.close()
         raise
