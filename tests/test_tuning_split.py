@@ -177,3 +177,13 @@ def test_grid__twelve_configurations_stated_in_advance_holding_every_methods_def
         in tuning.GRID
     assert tuning.Config(group_learner.LEARNING_RATE, group_learner.EPOCHS, group_learner.MINIBATCH_ROWS) \
         in tuning.GRID
+
+
+def test_manifest__a_tuning_entry_other_than_trains_is_refused_naming_the_key(sb3, tuning_run):
+    from sokoban_tools.records.manifest import ManifestError, check_manifest, manifest_path, read_manifest
+
+    manifest = read_manifest(manifest_path(tuning_run))
+    for broken in ({**manifest["tuning"], "protocol": "sokoban-eval-256-v1"},
+                   {k: v for k, v in manifest["tuning"].items() if k != "validation_boards_sha256"}, "tuning"):
+        with pytest.raises(ManifestError, match="tuning must be"):
+            check_manifest({**manifest, "tuning": broken}, "a hand-written manifest")
