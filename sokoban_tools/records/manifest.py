@@ -54,12 +54,12 @@ from typing import Mapping
 from sokoban_published import PUBLISHED_FILES, RELEASE
 
 from ..checks import integer
-from ..files import is_sha256, json_document, write_atomic
+from ..files import json_document, write_atomic
 from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..paths import read_bounded
 from ..protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, PROTOCOL, STEP_PENALTY, WIN_REWARD
 from .rows import DataError
-from .tuning_split import TUNING_PROTOCOL
+from .tuning_split import TUNING_PROTOCOL, is_tuning_record, tuning_record
 from . import strict_json
 
 FORMAT = "sokoban-fairness run manifest 1"
@@ -70,7 +70,6 @@ KEYS = ("format", "protocol", "release", "data_sha256", "method", "settings", "c
 NOTES = "notes"
 BOARDS = "boards"
 TUNING = "tuning"  # a tuning run's entry (sokoban_tools.records.tuning_split.tuning_record)
-TUNING_KEYS = ("protocol", "selection", "validation_boards", "validation_boards_sha256", "note")
 BOARD_SOURCES = ({"folder"}, {"hub_repo", "hub_revision"})  # the key sets a boards entry may have
 ENVIRONMENT = "the environment"  # the source of settings that sokoban_tools.runtime.env defines
 KINDS = {"integer": (int,), "number": (int, float), "boolean": (bool,), "string": (str,)}
@@ -304,12 +303,10 @@ def check_manifest(manifest, source: str) -> dict:
         if set(boards) not in BOARD_SOURCES or not all(isinstance(v, str) and v for v in boards.values()):
             raise ManifestError(f"{source}: boards must be {{\"folder\": path}} or {{\"hub_repo\": id, "
                                 f"\"hub_revision\": revision}}, non-empty strings, got {boards!r}; {fix}")
-    if TUNING in manifest:
-        tuning = _object(manifest[TUNING], TUNING, source)
-        if (set(tuning) != set(TUNING_KEYS) or tuning["protocol"] != TUNING_PROTOCOL
-                or not is_sha256(tuning["validation_boards_sha256"])):
-            raise ManifestError(f"{source}: tuning must be the entry `train --tuning` writes, with the keys "
-                                f"{', '.join(TUNING_KEYS)} and protocol {TUNING_PROTOCOL!r}, got {tuning!r}; {fix}")
+    if TUNING in manifest and not is_tuning_record(manifest[TUNING]):
+        raise ManifestError(f"{source}: tuning must be the entry `train --tuning` writes, with the keys "
+                            f"{', '.join(tuning_record(''))} and protocol {TUNING_PROTOCOL!r}, got "
+                            f"{manifest[TUNING]!r}; {fix}")
     return manifest
 
 

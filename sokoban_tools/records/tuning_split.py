@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..files import sha256_bytes
+from ..files import is_sha256, sha256_bytes
 from ..layout import TRAIN_DATA, TUNING_SELECTION_FILE, published
 from .rows import BoardRow
 from .stratified import Selection, select
@@ -58,3 +58,9 @@ def tuning_record(sha256: str) -> dict:
             "validation_boards": TUNING_SIZE, "validation_boards_sha256": sha256,
             "note": "trained on the training boards outside the tuning split and validated on the tuning split, "
                     "never on the validation boards: a tuning run, not a result"}
+
+
+def is_tuning_record(entry) -> bool:
+    """Whether ``entry`` has the shape :func:`tuning_record` gives a manifest's ``tuning`` entry, of this split."""
+    return (isinstance(entry, dict) and set(entry) == set(tuning_record("")) and entry["protocol"] == TUNING_PROTOCOL
+            and is_sha256(entry["validation_boards_sha256"]))
