@@ -39,11 +39,11 @@ from pathlib import Path
 
 from ..extras import install_advice
 from ..help_text import Parser
-from ..records.manifest import manifest_path, read_manifest
+from ..records.manifest import TUNING, manifest_path, read_manifest
 from ..records.rows import DataError
 from .checkpoint import checkpoint_path
 from .publish import publish, published_name
-from .train import DEFAULT_STEPS, METHODS
+from .train import DEFAULT_STEPS, GRID_POINT, METHODS
 from .tuning import GRID
 
 PROG = "python -m sokoban_tools sweep"
@@ -72,15 +72,20 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def finished_costs(log: Path, steps: int, every: int | None) -> dict | None:
+def finished_costs(log: Path, steps: int, every: int | None, tuning: bool = False,
+                   config: int | None = None) -> dict | None:
     """The costs of the run at ``log`` if it has reached this budget (``train`` records them then),
-    else None; a run of another budget is not finished here, and ``train`` refuses to continue it."""
+    else None; a run of another budget, or another kind (``tuning``) or grid point (``config``), is not
+    finished here, and ``train`` refuses to continue it."""
     manifest = manifest_path(log)
     if not manifest.exists():
         return None
     recorded = read_manifest(manifest)
     settings = recorded["settings"]
     if settings[BUDGET] != steps or (every is not None and settings[FREQUENCY] != every):
+        return None
+    learner = recorded.get("notes", {}).get("learner", {})
+    if (TUNING in recorded) != tuning or learner.get(GRID_POINT) != config:
         return None
     from ..records.budget import ENV_STEPS_COST
 
@@ -160,7 +165,7 @@ def sweep(method: str, seeds: list[int], logs: Path, steps: int, every: int | No
     log = {seed: logs / published_name(method, seed) for seed in seeds}
     to_run, failed = [], []
     for seed in seeds:
-        costs = finished_costs(log[seed], steps, every)
+        costs = finished_costs(log[seed], steps, every, tuning, config)
         if costs is None:
             to_run.append(seed)
             continue

@@ -61,6 +61,7 @@ METHODS = LABELS  # name -> label, from the one list of methods
 DEFAULT_STEPS = 1_000_000  # the committed runs' budget
 VALIDATION_ENVS = 16
 PASS_NAME = {False: "validation", True: "tuning-split validation"}  # what a pass plays, by --tuning
+GRID_POINT = "tuning_grid_point"  # the learner notes' --config, in a run given one
 
 
 def hyperparameters(method: str, config: int | None = None) -> dict:
@@ -70,6 +71,7 @@ def hyperparameters(method: str, config: int | None = None) -> dict:
     module = BY_NAME[method]
     recipe = module.RECIPE if config is None else tuned_recipe(module.RECIPE, module.TUNED, config)
     return {"method": module.LABEL, "summary": module.SUMMARY,
+            **({} if config is None else {GRID_POINT: config}),
             "hyperparameters": {choice.name: choice.value for choice in recipe},
             "recipe": recipe_notes(recipe), "sources": SOURCES, "machine": machine_record()}
 
