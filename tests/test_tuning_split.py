@@ -163,6 +163,7 @@ def test_config__a_grid_point_equal_to_the_recipe_trains_the_same_run_and_the_ma
     assert (tmp_path / "recipe.jsonl").read_bytes() == (tmp_path / "point.jsonl").read_bytes()
     learner = read_manifest(manifest_path(tmp_path / "point.jsonl"))["notes"]["learner"]
     assert learner["recipe"]["learning_rate"]["source"].startswith(f"tuning grid point {point} ")
+    assert learner["tuning_grid_point"] == point
     other = next(i for i, config in enumerate(tuning.GRID) if config.epochs != group_learner.EPOCHS)
     train("grpo", 0, tmp_path / "other.jsonl", 600, 600, quiet=True, config=other)
     noted = read_manifest(manifest_path(tmp_path / "other.jsonl"))["notes"]["learner"]["recipe"]["epochs"]
