@@ -109,6 +109,11 @@ def _selection() -> Main:
     return lambda options: subprocess.run([sys.executable, "-c", program, *options], cwd=ROOT).returncode
 
 
+def _tuning() -> Main:
+    from .pipeline.generate.tuning_selection import main
+    return main
+
+
 def _summary() -> Main:
     from .pipeline.verification.summary import main
     return main
@@ -176,6 +181,8 @@ USER_COMMANDS = (
 PIPELINE_COMMANDS = (
     Command("pools", "generate the training and source pools from seeds", _pools, True),
     Command("selection", f"select the 256 validation boards ({SELECTOR})", _selection, True),
+    Command("tuning", "select the 256 tuning boards held out of the training pool (fairness/"
+            "tuning-256.selection.json)", _tuning, True),
     Command("summary", "write the split counts and statistics", _summary, True),
     Command("verify", "replay and verify every published board", _verify, True),
     Command("baselines", "compute the exact random-policy baselines", _baselines, True),
@@ -188,7 +195,7 @@ PIPELINE_COMMANDS = (
 COMMANDS = USER_COMMANDS + PIPELINE_COMMANDS
 BY_NAME = {command.name: command for command in COMMANDS}
 # reproduce's steps, in dependency order: each reads what the earlier ones wrote.
-STEPS = ("pools", "selection", "summary", "verify", "baselines", "example", "results", "card")
+STEPS = ("pools", "selection", "tuning", "summary", "verify", "baselines", "example", "results", "card")
 # The steps that write published data files (pools, selection) check them against the
 # pinned release before writing, and the card pins them: these take a new release.
 RELEASE_STEPS = ("pools", "selection", "card")

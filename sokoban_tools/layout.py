@@ -31,6 +31,7 @@ SOURCE_POOL_FILE = "evaluation-pool-1000.jsonl"
 VALIDATION_FILE = "evaluation.jsonl"  # the validation set, selected from the source pool
 GENERATION_AUDIT_FILE = "source-pool-summary.json"  # seeds, rejections, SHA-256 of both pools
 SELECTION_FILE = "evaluation-256.selection.json"
+TUNING_SELECTION_FILE = "tuning-256.selection.json"  # the tuning split: training boards held out for tuning runs
 SUMMARY_FILE = "summary.json"
 VERIFICATION_FILE = "verification.json"  # of the validation set
 SOURCE_POOL_VERIFICATION_FILE = "source-pool-verification.json"  # of training and source pool

@@ -19,11 +19,11 @@ import pytest
 import select_evaluation_256 as selector
 from conftest import DATA_DIR, REPO
 from sokoban_tools.pipeline import artifacts, baselines
-from sokoban_tools.pipeline.generate import pools
+from sokoban_tools.pipeline.generate import pools, tuning_selection
 from sokoban_tools.pipeline.verification import summary, verify
 from sokoban_tools.pipeline.artifacts import JOURNAL, REPRODUCE, clear_interrupted_writes, publish
 from sokoban_tools.layout import (GENERATION_AUDIT_FILE, SELECTION_FILE, SOURCE_POOL_FILE, SUMMARY_FILE, TRAIN_FILE,
-                                  VALIDATION_FILE, VERIFICATION_FILE)
+                                  TUNING_SELECTION_FILE, VALIDATION_FILE, VERIFICATION_FILE)
 
 OUTPUTS = (VALIDATION_FILE, SELECTION_FILE)
 STALE = b"an older release\n"
@@ -191,6 +191,7 @@ def test_git_ignores_temporaries_and_journals_and_tracks_none():
 COMMANDS = {
     "pools": (pools.main, TRAIN_FILE),
     "selector": (selector.main, VALIDATION_FILE),
+    "tuning": (tuning_selection.main, TUNING_SELECTION_FILE),
     "summary": (summary.main, SUMMARY_FILE),
     "verify": (verify.main, VERIFICATION_FILE),
 }
@@ -424,6 +425,7 @@ READERS = {  # a command and an input it reads from --data-dir
     "baselines": (baselines.main, TRAIN_FILE),
     "selector pool": (selector.main, SOURCE_POOL_FILE),
     "selector audit": (selector.main, GENERATION_AUDIT_FILE),
+    "tuning pool": (tuning_selection.main, TRAIN_FILE),
 }
 
 

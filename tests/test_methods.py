@@ -32,6 +32,9 @@ def test_a_method_module_states_its_recipe_with_sources_and_the_reason_of_every_
     names = [choice.name for choice in module.RECIPE]
     assert len(set(names)) == len(names), "a setting stated twice"
     assert {"network", "learning_rate", "validation_decoding"} <= set(names)
+    # the tuning grid sets three of its settings, by the names its recipe gives them
+    assert set(module.TUNED) == {"learning_rate", "epochs", "minibatch_rows"}
+    assert set(module.TUNED.values()) <= set(names)
     for choice in module.RECIPE:
         assert isinstance(choice, Choice) and choice.source, choice
         assert choice.reason or not choice.deviates, choice  # a deviation says why

@@ -19,6 +19,7 @@ from conftest import DATA_DIR, REPO
 from unavailable import unavailable
 import select_evaluation_256 as selector
 from sokoban_tools.rules.board import Board
+from sokoban_tools.records import stratified
 from sokoban_tools.records.rows import encode_row
 from sokoban_tools.rules.solver import shortest_solution
 
@@ -107,11 +108,11 @@ def test_selection__quotas_follow_hamiltons_rule_with_exact_remainders(selection
 
 
 def test_selection__equal_remainders_are_served_in_stratum_order():
-    quotas = selector.hamilton_quotas({"a": 1, "b": 1, "c": 1}, 2)
+    quotas = stratified.hamilton_quotas({"a": 1, "b": 1, "c": 1}, 2)
     assert [q.quota for q in quotas] == [1, 1, 0]
-    assert [q.quota for q in selector.hamilton_quotas({"a": 2, "b": 1, "c": 1}, 2)] == [1, 1, 0]
-    with pytest.raises(selector.SelectionError):
-        selector.hamilton_quotas({"a": 1}, 2)
+    assert [q.quota for q in stratified.hamilton_quotas({"a": 2, "b": 1, "c": 1}, 2)] == [1, 1, 0]
+    with pytest.raises(stratified.SelectionError):
+        stratified.hamilton_quotas({"a": 1}, 2)
 
 
 def test_selection__each_stratum_takes_the_first_quota_by_protocol_hash_then_task_id(pool, selection):

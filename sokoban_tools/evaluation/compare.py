@@ -61,7 +61,7 @@ from ..records.boards import BoardsNotFound
 from .charts import PlotUnavailable, chart_format, interval_chart, line_chart, require_matplotlib
 from ..records.manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
 from .baselines import reference_lines
-from .inputs import check_rows_against_manifests, not_a_log, read_log
+from .inputs import check_rows_against_manifests, not_a_log, read_log, refuse_tuning_logs
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
@@ -254,6 +254,7 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
     first (unless not ``manifests``), then the numbers at every pass both validated (or at
     ``updates``, or at the two passes ``chosen``, A's and B's), each pair of passes checked to be
     one budget within ``tolerance`` (:mod:`.pass_pairing`)."""
+    refuse_tuning_logs([*a_paths, *b_paths], "compare")
     if manifests:
         manifests_a, manifests_b = read_manifests(a_paths), read_manifests(b_paths)
         settings = check_settings(manifests_a, manifests_b, allowed, SCHEDULE if chosen is not None else ())

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ..paths import PathError, read_bounded
 from ..records.episodes import EpisodeRecord, read_episodes
-from ..records.manifest import FORMAT, NOTES, SUFFIX, ManifestError, manifest_path, read_manifest
+from ..protocol import VALIDATION_SIZE
+from ..records.manifest import FORMAT, NOTES, SUFFIX, TUNING, ManifestError, manifest_path, read_manifest
 from ..records.rows import DataError
 
 MANIFEST_FORMAT = FORMAT.rsplit(" ", 1)[0]  # any version of the run manifest
@@ -106,6 +107,27 @@ def _manifest_beside(log: Path) -> dict | None:
         return read_manifest(path) if path.is_file() else None
     except DataError:
         return None
+
+
+def refuse_tuning_run(manifest: dict | None, log: Path | str, command: str) -> None:
+    """Refuse the log of a tuning run (``train --tuning``, its manifest's ``tuning`` entry) to ``command``,
+    which reads validation passes as results: its passes played the tuning split, held out of the
+    training pool, not the validation boards, and a search's passes are no result."""
+    if manifest is None or TUNING not in manifest:
+        return
+    tuning = manifest[TUNING]
+    raise ManifestError(
+        f"{log}: is the log of a tuning run ({tuning.get('protocol')}, see its manifest's tuning entry): its "
+        f"validation passes played the {tuning.get('validation_boards')} tuning boards held out of the training pool "
+        f"({tuning.get('selection')}), not the {VALIDATION_SIZE} validation boards, so {command} does not take it; "
+        f"a tuning run only chooses a configuration (docs/training.md, Tuning split): train the chosen one without "
+        f"--tuning (train --config K) and give {command} that run's log")
+
+
+def refuse_tuning_logs(paths, command: str) -> None:
+    """:func:`refuse_tuning_run` for the log at each of ``paths``, by the manifest beside it."""
+    for path in paths:
+        refuse_tuning_run(_manifest_beside(Path(path)), path, command)
 
 
 def incomplete_hint(log: Path, played: int, boards: int) -> str:

@@ -67,7 +67,7 @@ from ..records.episodes import MOVE_LETTERS, read_episodes
 from ..records.manifest import SETTING, manifest_path, read_manifest
 from ..records.rows import DataError
 from .hub_benchmark import EVAL_RESULTS_FOLDER, TASK_IDS, eval_results, eval_results_name
-from .inputs import check_rows_against_manifests, incomplete_hint
+from .inputs import check_rows_against_manifests, incomplete_hint, refuse_tuning_logs, refuse_tuning_run
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
 from .scoring import BoardSet, Group, Logs, check_board_set, group_rows, read_logs, success
@@ -225,6 +225,7 @@ def load_entry(folder: Path, boards: BoardSet, name: str | None = None, submitte
         raise EntryRefused(problem)
     info = _checked_info(folder / ENTRY)
     manifest = read_manifest(folder / MANIFEST)  # its format, and the published boards' digests
+    refuse_tuning_run(manifest, folder / LOG, "the leaderboard")
     logs = read_logs([folder / LOG])
     if logs.training_rows:
         raise EntryRefused(f"{folder / LOG}: holds {logs.training_rows} training rows; an entry is one validation "
@@ -430,6 +431,7 @@ def add_entry(results: Path, name: str, log: Path, model: str, submitted_by: str
     folder = results / name
     if folder.exists() or folder.is_symlink():
         raise DataError(f"{folder}: exists already; choose another name")
+    refuse_tuning_logs([log], "leaderboard --add")
     chosen = _chosen_pass(log, run, update)
     manifest_bytes = read_bounded(manifest_path(log), 1 << 20, "run manifest")
     read_manifest(manifest_path(log))

@@ -38,7 +38,7 @@ from ..protocol import STRATA
 from ..records.rows import DataError
 from ..records.boards import BoardsNotFound
 from .baselines import reference_lines
-from .inputs import check_rows_against_manifests
+from .inputs import check_rows_against_manifests, refuse_tuning_logs
 from .replay import Verification, log_rules, verify_rows
 from .schedule import check_schedule, describe
 from .scoring import BoardSet, check_board_set, passes, read_logs, score_group
@@ -49,6 +49,7 @@ from .stats import SUCCESS_INTERVAL
 def score(paths: list[Path], validation: Path | None = None, verify: bool = False) -> dict:
     """Every pass in the logs at ``paths``, scored against ``evaluation``; with ``verify``,
     every episode replayed first."""
+    refuse_tuning_logs(paths, "score")
     logs = read_logs(paths)
     check_rows_against_manifests(logs.rows, required=False)
     boards = BoardSet.load(validation, paths)

@@ -32,6 +32,11 @@ A manifest is a JSON object with exactly these keys (any order):
                    (a local copy of the dataset repository) or
                    ``{"hub_repo": id, "hub_revision": revision}``; ``score``
                    and ``compare`` read the validation boards from there
+``tuning``         optional, only in a tuning run's manifest (``train --tuning``):
+                   ``{"protocol": "sokoban-tuning-256-v1", "selection": file,
+                   "validation_boards": 256, "validation_boards_sha256": SHA-256,
+                   "note": text}``; the run validated on the tuning split, so
+                   ``score``, ``compare`` and ``leaderboard`` refuse its log
 ``notes``          optional, free-form
 =================  ============================================================
 
@@ -54,6 +59,7 @@ from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..paths import read_bounded
 from ..protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, PROTOCOL, STEP_PENALTY, WIN_REWARD
 from .rows import DataError
+from .tuning_split import TUNING_PROTOCOL, is_tuning_record, tuning_record
 from . import strict_json
 
 FORMAT = "sokoban-fairness run manifest 1"
@@ -63,6 +69,7 @@ DATA_FILES = (TRAIN_DATA, VALIDATION_DATA)
 KEYS = ("format", "protocol", "release", "data_sha256", "method", "settings", "costs")
 NOTES = "notes"
 BOARDS = "boards"
+TUNING = "tuning"  # a tuning run's entry (sokoban_tools.records.tuning_split.tuning_record)
 BOARD_SOURCES = ({"folder"}, {"hub_repo", "hub_revision"})  # the key sets a boards entry may have
 ENVIRONMENT = "the environment"  # the source of settings that sokoban_tools.runtime.env defines
 KINDS = {"integer": (int,), "number": (int, float), "boolean": (bool,), "string": (str,)}
@@ -163,9 +170,10 @@ def manifest_path(log: Path | str) -> Path:
 
 
 def new_manifest(method: str, settings: Mapping[str, object], notes=None, trained: bool = True,
-                 boards: dict | None = None) -> dict:
+                 boards: dict | None = None, tuning: dict | None = None) -> dict:
     """A checked manifest of the current release's files (the training file's
-    digest null unless ``trained``), with no costs yet; ``boards``, where they were read."""
+    digest null unless ``trained``), with no costs yet; ``boards``, where they were read;
+    ``tuning``, a tuning run's entry."""
     missing = [key for key in SETTING if key not in settings]
     unknown = [key for key in settings if key not in SETTING]
     if missing or unknown:
@@ -182,6 +190,8 @@ def new_manifest(method: str, settings: Mapping[str, object], notes=None, traine
     }
     if boards is not None:
         manifest[BOARDS] = boards
+    if tuning is not None:
+        manifest[TUNING] = tuning
     if notes is not None:
         manifest[NOTES] = notes
     return check_manifest(manifest, "the new manifest")
@@ -249,7 +259,7 @@ def check_manifest(manifest, source: str) -> dict:
     else :class:`ManifestError` naming ``source`` and the key."""
     fix = "see the manifest schema in sokoban_tools.records.manifest (tabled in the card)"
     manifest = _object(manifest, "the manifest", source)
-    unknown = [key for key in manifest if key not in KEYS and key not in (NOTES, BOARDS)]
+    unknown = [key for key in manifest if key not in KEYS and key not in (NOTES, BOARDS, TUNING)]
     if unknown:
         raise ManifestError(f"{source}: unknown key {unknown[0]!r} (free-form text goes under {NOTES!r}); {fix}")
     missing = [key for key in KEYS if key not in manifest]
@@ -293,6 +303,10 @@ def check_manifest(manifest, source: str) -> dict:
         if set(boards) not in BOARD_SOURCES or not all(isinstance(v, str) and v for v in boards.values()):
             raise ManifestError(f"{source}: boards must be {{\"folder\": path}} or {{\"hub_repo\": id, "
                                 f"\"hub_revision\": revision}}, non-empty strings, got {boards!r}; {fix}")
+    if TUNING in manifest and not is_tuning_record(manifest[TUNING]):
+        raise ManifestError(f"{source}: tuning must be the entry `train --tuning` writes, with the keys "
+                            f"{', '.join(tuning_record(''))} and protocol {TUNING_PROTOCOL!r}, got "
+                            f"{manifest[TUNING]!r}; {fix}")
     return manifest
 
 
@@ -353,6 +367,11 @@ def check_fits(log: Path | str, manifest: dict, torn_ok: bool = False) -> bool:
         if torn_ok:
             return False
         raise
+    if old.get(TUNING) != manifest.get(TUNING):
+        kinds = ["a validation run", "a tuning run (train --tuning)"]
+        raise ManifestError(f"{path}: holds the manifest of {kinds[TUNING in old]}, and {log} would mix it with "
+                            f"{kinds[TUNING in manifest]}, which play different boards; give this run its own "
+                            f"episode log")
     changed = [key for key in ("method", "settings") if old[key] != manifest[key]]
     if changed:
         keys = [key for key in SETTING if old["settings"][key] != manifest["settings"][key]]

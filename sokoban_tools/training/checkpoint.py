@@ -106,7 +106,17 @@ def check_log(path: Path, log: Path, header: dict) -> None:
                         f"after (their SHA-256 differs): a record was edited, or the log replaced, since; {put_back}")
 
 
-def load_checkpoint(path: Path, log: Path, method: str, seed: int, steps: int, every: int) -> dict:
+def _option(key: str, value) -> str:
+    """How the command line gives the checkpoint's ``value`` of ``key``."""
+    if key == "tuning":
+        return "--tuning" if value else "no --tuning"
+    if key == "config":
+        return "no --config" if value is None else f"--config {value}"
+    return f"--{'eval-every' if key == 'every' else key} {value}"
+
+
+def load_checkpoint(path: Path, log: Path, method: str, seed: int, steps: int, every: int, tuning: bool = False,
+                    config: int | None = None) -> dict:
     """The state of the checkpoint at ``path`` of the run ``log``, once the file, the log and the
     command's options are all known to match it; a :class:`DataError` naming the fix otherwise."""
     import torch
@@ -117,10 +127,11 @@ def load_checkpoint(path: Path, log: Path, method: str, seed: int, steps: int, e
     header, state = _header(path, read_bounded(path, MAX_CHECKPOINT_BYTES, "training checkpoint"))
     check_log(path, log, header)
     state = torch.load(io.BytesIO(state), weights_only=False)  # the bytes save_checkpoint wrote, checked
-    asked = {"method": method, "seed": seed, "steps": steps, "every": every}
+    asked = {"method": method, "seed": seed, "steps": steps, "every": every, "tuning": tuning, "config": config}
+    state = {"tuning": False, "config": None, **state}  # a checkpoint of before tuning runs: neither
     differ = [key for key, value in asked.items() if state[key] != value]
     if differ:
-        saved = ", ".join(f"--{'eval-every' if k == 'every' else k} {state[k]}" for k in differ)
+        saved = ", ".join(_option(key, state[key]) for key in differ)
         raise DataError(f"{path}: the checkpoint is of a run with {saved}; run it with those, or give this run "
                         f"another --log")
     return state

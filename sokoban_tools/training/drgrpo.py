@@ -25,11 +25,12 @@ RECIPE = (Choice("advantage_estimator", "grpo", f"{GRPO_LAUNCHER}: algorithm.adv
                  f"{CORE_ALGOS}: compute_grpo_outcome_advantage(compute_mean_std_cross_steps=True), the default"),
           *group_learner.RECIPE)
 CONTROLLED = group_learner.CONTROLLED
+TUNED = group_learner.TUNED
 
 
 def advantages(rows: StepRows) -> np.ndarray:
     return outcome_advantages(rows, by_std=NORM_ADV_BY_STD)
 
 
-def build(common: dict, seed: int):
-    return group_learner.build(common, seed, advantages)
+def build(common: dict, seed: int, config=None):
+    return group_learner.build(common, seed, advantages, config)

@@ -35,6 +35,7 @@ RECIPE = (Choice("advantage_estimator", "gigpo", f"{GIGPO_LAUNCHER}: algorithm.a
                  f"{CORE_GIGPO}: episode_norm_reward(compute_mean_std_cross_steps=True), the default"),
           *group_learner.RECIPE)
 CONTROLLED = group_learner.CONTROLLED
+TUNED = group_learner.TUNED
 
 
 def step_advantages(rows: StepRows, gamma: float = GAMMA) -> np.ndarray:
@@ -47,5 +48,5 @@ def advantages(rows: StepRows) -> np.ndarray:
     return outcome_advantages(rows, by_std=False) + STEP_ADVANTAGE_W * step_advantages(rows)
 
 
-def build(common: dict, seed: int):
-    return group_learner.build(common, seed, advantages)
+def build(common: dict, seed: int, config=None):
+    return group_learner.build(common, seed, advantages, config)

@@ -23,6 +23,7 @@ import numpy as np
 
 from .recipe import (GIGPO_LAUNCHER, GRPO_LAUNCHER, LEARNING_RATE, NETWORK, VERL_CONFIG, Choice, network_choice)
 from .step_rows import StepRows
+from .tuning import Config
 
 if TYPE_CHECKING:  # torch is imported where a learner runs, not where the recipe is read
     import torch
@@ -80,6 +81,7 @@ RECIPE = (
 )
 CONTROLLED = {"rollout.group_size": GROUP_SIZE, "update_budget.groups_per_update": GROUPS_PER_UPDATE,
               "decoding.training.n": GROUP_SIZE}  # the manifest's settings
+TUNED = {"learning_rate": "learning_rate", "epochs": "epochs", "minibatch_rows": "minibatch_rows"}  # grid -> recipe
 
 Estimator = Callable[[StepRows], np.ndarray]
 
@@ -117,9 +119,10 @@ def step_rows(episodes: list[Episode]) -> StepRows:
                     state=np.stack([o.reshape(-1) for e in episodes for o in e.observations]))
 
 
-def build(common: dict, seed: int, estimator: Estimator) -> GroupLearner:
+def build(common: dict, seed: int, estimator: Estimator, config: Config | None = None) -> GroupLearner:
     """The learner of a group method with ``estimator``, on the fair shards (``common``: the
-    environments' shared arguments)."""
+    environments' shared arguments), with a tuning grid point's ``config`` in place of the
+    recipe's learning rate, epochs and minibatch rows where one is given."""
     import torch
     from stable_baselines3.common.policies import ActorCriticPolicy
 
@@ -128,19 +131,22 @@ def build(common: dict, seed: int, estimator: Estimator) -> GroupLearner:
     count = GROUPS_PER_UPDATE * GROUP_SIZE
     envs = [SokobanFairnessEnv(split="train", batch_size=GROUPS_PER_UPDATE, rollout_n=GROUP_SIZE, shard_index=i,
                                shard_count=count, **common) for i in range(count)]
-    policy = ActorCriticPolicy(envs[0].observation_space, envs[0].action_space, lambda _: LEARNING_RATE,
+    config = config or Config(LEARNING_RATE, EPOCHS, MINIBATCH_ROWS)
+    policy = ActorCriticPolicy(envs[0].observation_space, envs[0].action_space, lambda _: config.learning_rate,
                                net_arch=NETWORK, optimizer_class=torch.optim.AdamW,
                                optimizer_kwargs={"betas": (0.9, 0.999), "weight_decay": WEIGHT_DECAY})
-    return GroupLearner(policy, envs, estimator, seed)
+    return GroupLearner(policy, envs, estimator, seed, config.epochs, config.minibatch_rows)
 
 
 class GroupLearner:
     """A group method on a stable-baselines3 policy over the environments ``envs`` (the shards of
     one draw, see the module docstring); :meth:`update` collects one update's groups and trains
-    on them, counting env steps in :attr:`env_steps`."""
+    on them (``epochs`` passes in minibatches of ``minibatch_rows``), counting env steps in
+    :attr:`env_steps`."""
 
-    def __init__(self, policy, envs: list, estimator: Estimator, seed: int):
+    def __init__(self, policy, envs: list, estimator: Estimator, seed: int, epochs: int, minibatch_rows: int):
         self.policy, self.envs, self.estimator, self.seed = policy, envs, estimator, seed
+        self.epochs, self.minibatch_rows = epochs, minibatch_rows
         self.env_steps = 0
         self.updates = 0
 
@@ -187,10 +193,10 @@ class GroupLearner:
         old = torch.as_tensor([p for e in episodes for p in e.log_probs], dtype=torch.float32)
         optimizer = self.policy.optimizer
         self.policy.set_training_mode(True)
-        for _ in range(EPOCHS):
+        for _ in range(self.epochs):
             order = torch.randperm(len(actions))
-            for start in range(0, len(actions), MINIBATCH_ROWS):
-                chosen = order[start:start + MINIBATCH_ROWS]
+            for start in range(0, len(actions), self.minibatch_rows):
+                chosen = order[start:start + self.minibatch_rows]
                 distribution = self.policy.get_distribution(observations[chosen])
                 loss = policy_loss(old[chosen], distribution.log_prob(actions[chosen]), advantage[chosen])
                 loss = loss - ENTROPY_COEF * distribution.entropy().mean()

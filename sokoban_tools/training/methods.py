@@ -8,8 +8,10 @@ A method module (``ppo.py``, ``grpo.py``, ...) has its hyperparameters at the to
 - ``SUMMARY``, one line on what it computes, and ``RECIPE``, its settings as
   :class:`~.recipe.Choice` records (value, source, deviation);
 - ``CONTROLLED``, the manifest settings it fixes (group size, groups an update, samples a board);
-- ``build(common, seed)``, its :class:`Learner` on the training shards (``common``: the
-  environments' shared arguments: log, method label, schedule, settings, notes);
+- ``TUNED``, the names its recipe gives the settings the tuning grid sets (:mod:`.tuning`);
+- ``build(common, seed, config=None)``, its :class:`Learner` on the training shards (``common``: the
+  environments' shared arguments: log, method label, schedule, settings, notes, tuning), with a
+  tuning grid point's ``config`` in place of its recipe's values where one is given;
 - for a group-relative method, ``advantages(rows)``: a pure function of
   :class:`~.step_rows.StepRows`, which any learner that collects step rows can use.
 

@@ -11,10 +11,14 @@ environments' own states (the episodes under way, replayed on restore) and their
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .recipe import LEARNING_RATE, NETWORK, Choice, network_choice
+
+if TYPE_CHECKING:
+    from .tuning import Config
 
 NAME = "ppo"
 LABEL = "PPO"
@@ -38,13 +42,17 @@ RECIPE = (network_choice("stable-baselines3's MlpPolicy default is net_arch [64,
           Choice("validation_decoding", "greedy (the most probable action)",
                  "stable-baselines3's evaluate_policy default (deterministic=True)"))
 CONTROLLED = {"rollout.group_size": None, "update_budget.groups_per_update": None, "decoding.training.n": 1}
+TUNED = {"learning_rate": "learning_rate", "epochs": "n_epochs", "minibatch_rows": "batch_size"}  # grid -> PPO's names
 
 
-def build(common: dict, seed: int) -> PPOLearner:
-    """The learner on ``ENVS`` fair shards (``common``: the environments' shared arguments)."""
+def build(common: dict, seed: int, config: Config | None = None) -> PPOLearner:
+    """The learner on ``ENVS`` fair shards (``common``: the environments' shared arguments), with
+    a tuning grid point's ``config`` in place of the recipe's values where one is given."""
     from ..integrations.gymnasium_env.sb3 import make_sb3_vec
 
-    return PPOLearner(make_sb3_vec(ENVS, seed, split="train", **common), SETTINGS, {"net_arch": NETWORK}, seed)
+    tuned = {} if config is None else {TUNED[key]: value for key, value in config.values().items()}
+    return PPOLearner(make_sb3_vec(ENVS, seed, split="train", **common), {**SETTINGS, **tuned}, {"net_arch": NETWORK},
+                      seed)
 
 
 def _progress(report: Callable[[int], None]):

@@ -24,6 +24,7 @@ RECIPE = (Choice("advantage_estimator", "rloo", f"{CORE_ALGOS}: compute_rloo_out
                  f"{CORE_ALGOS}: compute_rloo_outcome_advantage(compute_mean_std_cross_steps=True), the default"),
           *group_learner.RECIPE)
 CONTROLLED = group_learner.CONTROLLED
+TUNED = group_learner.TUNED
 
 
 def advantages(rows: StepRows) -> np.ndarray:
@@ -33,5 +34,5 @@ def advantages(rows: StepRows) -> np.ndarray:
     return np.where(n > 1, scores * n / np.maximum(n - 1, 1) - stats.mean * n / np.maximum(n - 1, 1), scores)
 
 
-def build(common: dict, seed: int):
-    return group_learner.build(common, seed, advantages)
+def build(common: dict, seed: int, config=None):
+    return group_learner.build(common, seed, advantages, config)

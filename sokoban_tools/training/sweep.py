@@ -2,6 +2,7 @@
 
     python -m sokoban_tools sweep --method M --seeds 0-9 --logs DIR
                                   [--steps N] [--eval-every N] [--publish DIR] [--address ADDR]
+                                  [--tuning] [--config K]
 
 Each seed is one run of ``python -m sokoban_tools train``, logged as ``DIR/<method>-<seed>.jsonl``
 with its manifest and checkpoint beside it, byte for byte as ``train --log`` logs it. Each run is
@@ -38,11 +39,12 @@ from pathlib import Path
 
 from ..extras import install_advice
 from ..help_text import Parser
-from ..records.manifest import manifest_path, read_manifest
+from ..records.manifest import TUNING, manifest_path, read_manifest
 from ..records.rows import DataError
 from .checkpoint import checkpoint_path
 from .publish import publish, published_name
-from .train import DEFAULT_STEPS, METHODS
+from .train import DEFAULT_STEPS, GRID_POINT, METHODS
+from .tuning import GRID
 
 PROG = "python -m sokoban_tools sweep"
 RAY_MISSING = f"sweep needs Ray (and train's stable-baselines3 and torch): {install_advice('sweep')}"
@@ -70,15 +72,20 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def finished_costs(log: Path, steps: int, every: int | None) -> dict | None:
+def finished_costs(log: Path, steps: int, every: int | None, tuning: bool = False,
+                   config: int | None = None) -> dict | None:
     """The costs of the run at ``log`` if it has reached this budget (``train`` records them then),
-    else None; a run of another budget is not finished here, and ``train`` refuses to continue it."""
+    else None; a run of another budget, or another kind (``tuning``) or grid point (``config``), is not
+    finished here, and ``train`` refuses to continue it."""
     manifest = manifest_path(log)
     if not manifest.exists():
         return None
     recorded = read_manifest(manifest)
     settings = recorded["settings"]
     if settings[BUDGET] != steps or (every is not None and settings[FREQUENCY] != every):
+        return None
+    learner = recorded.get("notes", {}).get("learner", {})
+    if (TUNING in recorded) != tuning or learner.get(GRID_POINT) != config:
         return None
     from ..records.budget import ENV_STEPS_COST
 
@@ -148,15 +155,17 @@ def already_published(log: Path, folder: Path, method: str, seed: int) -> bool:
 
 
 def sweep(method: str, seeds: list[int], logs: Path, steps: int, every: int | None, publish_to: Path | None,
-          address: str | None) -> int:
-    """Run (or resume) every seed's run; one line per run and event; 0 once all are finished."""
+          address: str | None, tuning: bool = False, config: int | None = None) -> int:
+    """Run (or resume) every seed's run (tuning runs with ``tuning``, of tuning grid point ``config``
+    when given, as ``train --tuning --config`` trains them); one line per run and event; 0 once all
+    are finished."""
     started = time.monotonic()
     logs = logs.resolve()
     label = {seed: f"{METHODS[method]} seed {seed}" for seed in seeds}
     log = {seed: logs / published_name(method, seed) for seed in seeds}
     to_run, failed = [], []
     for seed in seeds:
-        costs = finished_costs(log[seed], steps, every)
+        costs = finished_costs(log[seed], steps, every, tuning, config)
         if costs is None:
             to_run.append(seed)
             continue
@@ -176,7 +185,9 @@ def sweep(method: str, seeds: list[int], logs: Path, steps: int, every: int | No
         try:
             task = ray.remote(num_cpus=1, max_retries=0, num_returns="streaming")(run_train)
             options = ["--steps", str(steps), *(["--eval-every", str(every)] if every is not None else []),
-                       *(["--publish", str(publish_to.resolve())] if publish_to is not None else []), "--quiet"]
+                       *(["--publish", str(publish_to.resolve())] if publish_to is not None else []),
+                       *(["--tuning"] if tuning else []), *(["--config", str(config)] if config is not None else []),
+                       "--quiet"]
             pending = {task.remote(["--method", method, "--seed", str(seed), "--log", str(log[seed]), *options],
                                    label[seed], str(log[seed])): seed for seed in to_run}
             while pending:
@@ -225,10 +236,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--publish", type=Path, default=None, metavar="DIR",
                         help="as each run finishes, write its validation passes and manifest to "
                              "DIR/<method>-<seed>.jsonl")
+    parser.add_argument("--tuning", action="store_true",
+                        help="tuning runs, as train --tuning trains them (trained outside the tuning split, validated "
+                             "on it)")
+    parser.add_argument("--config", type=int, choices=range(len(GRID)), metavar=f"0-{len(GRID) - 1}",
+                        help="train with this point of the tuning grid, as train --config does")
     parser.add_argument("--address", default=None, metavar="ADDR",
                         help="the Ray cluster to run on (default: RAY_ADDRESS if set, else a Ray of its own on "
                              "this machine's cores)")
     args = parser.parse_args(argv)
+    if args.tuning and args.publish is not None:
+        parser.error("--publish writes runs validated on the validation boards; leave it out of a tuning sweep")
     if args.steps < 1:
         parser.error("--steps must be 1 or more")
     if args.eval_every is not None and not 1 <= args.eval_every <= args.steps:
@@ -239,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {RAY_MISSING}", file=sys.stderr)
         return 1
     try:
-        return sweep(args.method, args.seeds, args.logs, args.steps, args.eval_every, args.publish, args.address)
+        return sweep(args.method, args.seeds, args.logs, args.steps, args.eval_every, args.publish, args.address,
+                     args.tuning, args.config)
     except DataError as err:  # a run's manifest that cannot be read, or a run that cannot be published
         print(f"error: {err}", file=sys.stderr)
         return 1

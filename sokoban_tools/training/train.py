@@ -2,6 +2,7 @@
 
     python -m sokoban_tools train --method METHOD --seed S --log LOG
                                   [--steps N] [--eval-every N] [--publish DIR [--replace]] [--quiet]
+                                  [--tuning] [--config K]
 
 One network, one budget and one schedule for every method (:data:`.methods.METHODS`):
 stable-baselines3's ``ActorCriticPolicy`` (two layers of 256, tanh) over the one-hot grid
@@ -23,11 +24,18 @@ PPO is stable-baselines3's, with its GAE critic; GRPO, GiGPO, RLOO and Dr. GRPO 
 advantages as verl-agent's own functions do and train with its actor loss and its Sokoban
 launchers' recipe, except where a method's recipe states a CPU-scale deviation and why.
 None was tuned, and never on the validation boards.
+
+``--tuning`` makes a tuning run: it trains on the 4,744 training boards outside the tuning split
+(``fairness/tuning-256.selection.json``) and validates on the split's 256 boards instead of the
+validation boards; its manifest says so, and score, compare and leaderboard refuse its log.
+``--config K`` trains with point K of the tuning grid stated in advance
+(:mod:`sokoban_tools.training.tuning`), which the manifest's recipe records as the values' source.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shlex
 import sys
@@ -37,28 +45,35 @@ from pathlib import Path
 import numpy as np
 
 from ..help_text import Parser
-from ..paths import os_error_line
+from ..paths import PathError, os_error_line
 from ..records.episodes import episode_writer
 from ..records.manifest import add_costs, manifest_path, read_manifest
 from ..records.rows import DataError
+from ..records.tuning_split import TUNING_SELECTION, TUNING_SIZE
 from .checkpoint import FORMAT, checkpoint_path, load_checkpoint, log_records, save_checkpoint
 from .machine import machine_record
 from .methods import BY_NAME, LABELS
 from .publish import check_destination, publish
 from .recipe import NETWORK, SOURCES, recipe_notes
+from .tuning import GRID, grid_point, tuned_recipe
 
 METHODS = LABELS  # name -> label, from the one list of methods
 DEFAULT_STEPS = 200_000  # the committed runs' budget
 VALIDATION_ENVS = 16
+PASS_NAME = {False: "validation", True: "tuning-split validation"}  # what a pass plays, by --tuning
+GRID_POINT = "tuning_grid_point"  # the learner notes' --config, in a run given one
 
 
-def hyperparameters(method: str) -> dict:
-    """What the manifest's notes record of the learner: its recipe, each setting's value, source and
-    deviation, and the machine the run trains on."""
+def hyperparameters(method: str, config: int | None = None) -> dict:
+    """What the manifest's notes record of the learner: its recipe (with tuning grid point ``config``'s
+    values where one is given), each setting's value, source and deviation, and the machine the run
+    trains on."""
     module = BY_NAME[method]
+    recipe = module.RECIPE if config is None else tuned_recipe(module.RECIPE, module.TUNED, config)
     return {"method": module.LABEL, "summary": module.SUMMARY,
-            "hyperparameters": {choice.name: choice.value for choice in module.RECIPE},
-            "recipe": recipe_notes(module.RECIPE), "sources": SOURCES, "machine": machine_record()}
+            **({} if config is None else {GRID_POINT: config}),
+            "hyperparameters": {choice.name: choice.value for choice in recipe},
+            "recipe": recipe_notes(recipe), "sources": SOURCES, "machine": machine_record()}
 
 
 def settings(method: str) -> dict:
@@ -73,22 +88,24 @@ def settings(method: str) -> dict:
 class Run:
     """One run's learner, validation environments, schedule and log."""
 
-    def __init__(self, method: str, seed: int, log: Path, steps: int, every: int):
+    def __init__(self, method: str, seed: int, log: Path, steps: int, every: int, tuning: bool = False,
+                 config: int | None = None):
         import torch
 
         from ..integrations.gymnasium_env.env import SokobanFairnessEnv
         from ..records.budget import StepSchedule
 
-        self.method, self.seed, self.log = method, seed, log
+        self.method, self.seed, self.log, self.tuning, self.config = method, seed, log, tuning, config
         self.schedule = StepSchedule(steps, every)
         torch.set_num_threads(1)
         _seed_everything(seed)
         common = {"observation": "grid", "episode_log": log, "method": METHODS[method], "run": str(seed),
                   "update": 0, "settings": settings(method), "schedule": self.schedule,
-                  "notes": hyperparameters(method)}
+                  "notes": hyperparameters(method, config), "tuning": tuning}
+        _check_hyperparameters(log, common["notes"]["hyperparameters"])
         self.validation = [SokobanFairnessEnv(split="validation", shard_index=i, shard_count=VALIDATION_ENVS,
                                               **common) for i in range(VALIDATION_ENVS)]
-        self.learner = BY_NAME[method].build(common, seed)
+        self.learner = BY_NAME[method].build(common, seed, None if config is None else grid_point(config))
         self.passes: list[dict] = []  # {"update": nominal, "env_steps": actual, "wins": n}
         self.cpu_seconds = 0.0
 
@@ -122,8 +139,10 @@ class Run:
     def state_dict(self, records: int) -> dict:
         import torch
 
+        options = {**({"tuning": True} if self.tuning else {}),
+                   **({"config": self.config} if self.config is not None else {})}  # a default run's as before
         return {"format": FORMAT, "method": self.method, "seed": self.seed, "steps": self.schedule.total,
-                "every": self.schedule.every, "records": records, "learner": self.learner.state_dict(),
+                "every": self.schedule.every, **options, "records": records, "learner": self.learner.state_dict(),
                 "validation": [env.state_dict() for env in self.validation], "passes": self.passes,
                 "cpu_seconds": self.cpu_seconds, "rng": {"torch": torch.get_rng_state(),
                                                         "numpy": np.random.get_state(), "python": random.getstate()}}
@@ -140,6 +159,22 @@ class Run:
         random.setstate(state["rng"]["python"])
 
 
+def _check_hyperparameters(log: Path, hyperparameters: dict) -> None:
+    """Refuse to write ``log`` when the manifest beside it records a run of other hyperparameters (another
+    ``--config``): the manifest, kept for a run of the same settings, would describe the other run's."""
+    try:
+        recorded = read_manifest(manifest_path(log)).get("notes", {}).get("learner", {}).get("hyperparameters")
+    except (DataError, PathError):
+        return  # none, or one the environment replaces or refuses itself
+    if recorded is None:
+        return
+    ours = json.loads(json.dumps(hyperparameters))  # as the manifest holds them
+    changed = sorted(key for key in {*recorded, *ours} if recorded.get(key) != ours.get(key))
+    if changed:
+        raise DataError(f"{manifest_path(log)}: records a run with other hyperparameters ({', '.join(changed)}: "
+                        f"another --config, or none); give this run its own --log")
+
+
 def _seed_everything(seed: int) -> None:
     import torch
 
@@ -148,16 +183,19 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool = False) -> list[dict]:
-    """Train (or continue) one run to its budget; returns its validation passes."""
+def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool = False, tuning: bool = False,
+          config: int | None = None) -> list[dict]:
+    """Train (or continue) one run to its budget; returns its validation passes. ``tuning``: a tuning
+    run (trained outside the tuning split, validated on it); ``config``: a tuning grid point's
+    hyperparameters instead of the method's recipe's."""
     from tqdm import tqdm
 
     started_cpu = time.process_time()
     writer = episode_writer(log)  # the log's lock first: a run another process writes is refused before any read
     try:
         path = checkpoint_path(log)
-        state = load_checkpoint(path, log, method, seed, steps, every) if path.exists() else None
-        run = Run(method, seed, log, steps, every)  # writes (or checks) the manifest before any record
+        state = load_checkpoint(path, log, method, seed, steps, every, tuning, config) if path.exists() else None
+        run = Run(method, seed, log, steps, every, tuning, config)  # writes (or checks) the manifest first
     except BaseException:
         writer.close()
         raise
@@ -180,7 +218,7 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
             bar.update(min(done, steps) - bar.n)
 
         def announce(result: dict) -> None:
-            line = (f"{METHODS[method]} seed {seed}: validation at {result['update']:,} env steps (actual "
+            line = (f"{METHODS[method]} seed {seed}: {PASS_NAME[tuning]} at {result['update']:,} env steps (actual "
                     f"{result['env_steps']:,}): {result['wins']}/256 = {result['wins'] / 256:.1%}")
             (bar.write if not quiet else print)(line)
 
@@ -240,8 +278,18 @@ def main(argv: list[str] | None = None) -> int:
                              "DIR/<method>-<seed>.jsonl")
     parser.add_argument("--replace", action="store_true", help="let --publish write over an earlier publish of "
                                                                    "the same run")
+    parser.add_argument("--tuning", action="store_true",
+                        help=f"a tuning run: train on the training boards outside the tuning split "
+                             f"({TUNING_SELECTION}) and validate on its {TUNING_SIZE} boards, never on "
+                             f"the validation boards; score, compare and leaderboard refuse its log")
+    parser.add_argument("--config", type=int, choices=range(len(GRID)), metavar=f"0-{len(GRID) - 1}",
+                        help="train with this point of the tuning grid (learning rate, epochs, minibatch rows; "
+                             "docs/training.md lists them) instead of the method's recipe's values")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    if args.tuning and args.publish is not None:
+        parser.error("--publish writes runs validated on the validation boards; a tuning run's log and manifest "
+                     "are its record: leave out --publish")
     if not 0 <= args.seed < 2 ** 32:  # numpy's seeds
         parser.error(f"--seed must be between 0 and {2 ** 32 - 1}, got {args.seed}")
     if args.replace and args.publish is None:
@@ -261,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             parser.error(problem)
     try:
-        passes = train(args.method, args.seed, args.log, args.steps, every, args.quiet)
+        passes = train(args.method, args.seed, args.log, args.steps, every, args.quiet, args.tuning, args.config)
         published = publish(args.log, args.publish, args.method, args.seed, args.replace) if args.publish else None
     except (DataError, ValueError, RuntimeError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -276,8 +324,10 @@ def main(argv: list[str] | None = None) -> int:
               f"python -m sokoban_tools train {again}", file=sys.stderr)
         return 130
     last = passes[-1]
-    print(f"trained {METHODS[args.method]} seed {args.seed} to {last['env_steps']:,} env steps; last validation "
-          f"{last['wins']}/256; log {args.log} (score it with python -m sokoban_tools score {args.log})")
+    then = ("a tuning run: its log is no result to score" if args.tuning
+            else f"score it with python -m sokoban_tools score {args.log}")
+    print(f"trained {METHODS[args.method]} seed {args.seed} to {last['env_steps']:,} env steps; last "
+          f"{PASS_NAME[args.tuning]} {last['wins']}/256; log {args.log} ({then})")
     if published is not None:
         print(f"published its validation passes as {published} and {manifest_path(published)}")
     return 0

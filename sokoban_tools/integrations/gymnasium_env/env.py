@@ -31,6 +31,12 @@ Boards, by ``split``:
 * ``"validation"``: the 256 boards once each in stored order; ``reset(seed=...)``
   starts the pass again from its first board, and after the last board the pass starts over.
 
+With ``tuning=True`` (a tuning run, ``train --tuning``) both splits come from the training
+pool cut by :mod:`sokoban_tools.records.tuning_split`: ``"train"`` draws from the 4,744 boards
+not held out, ``"validation"`` plays the 256 held-out tuning boards once each in stored order,
+and the manifest records the run as a tuning run (its ``tuning`` entry), which ``score``,
+``compare`` and ``leaderboard`` refuse: no validation board is ever played.
+
 In a vector of ``n`` from ``gymnasium.make_vec`` (the registered ``vector_entry_point``),
 environment ``i`` is shard ``i`` of ``n``: in validation it plays boards ``i, i + n, ...``
 (so ``n`` environments playing ``256 / n`` episodes each make one pass; a vector of more
@@ -84,6 +90,7 @@ from ...records.boards import load_boards
 from ...records.episodes import episode_writer
 from ...records.manifest import SETTING, environment_settings, new_manifest, write_manifest
 from ...records.rows import BoardRow
+from ...records.tuning_split import tuning_record, tuning_split
 from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
 from ...runtime.sampler import TrainingSampler
 from ...records.budget import StepSchedule
@@ -104,12 +111,17 @@ def one_hot_grid(state: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(_ONE_HOT[state].transpose(2, 0, 1))
 
 
-@lru_cache(maxsize=4)
-def _boards(split: str, dataset_dir: str | None, hub_revision: str | None) -> tuple[tuple[BoardRow, ...], str]:
+@lru_cache(maxsize=8)
+def _boards(split: str, dataset_dir: str | None, hub_revision: str | None,
+            tuning: bool = False) -> tuple[tuple[BoardRow, ...], str]:
     """The checked rows of a split and the file's SHA-256, read once per process for every
-    environment of a vector."""
-    rows, sha256 = load_boards(SPLITS[split], dataset_dir, hub_revision)
-    return tuple(rows), sha256
+    environment of a vector; with ``tuning``, the training pool's part for the split (see the
+    module docstring) and the tuning boards' SHA-256."""
+    if not tuning:
+        rows, sha256 = load_boards(SPLITS[split], dataset_dir, hub_revision)
+        return tuple(rows), sha256
+    held = tuning_split(load_boards(TRAIN_DATA, dataset_dir, hub_revision)[0])
+    return held.held_out if split == "validation" else held.rest, held.sha256
 
 
 class SokobanFairnessEnv(gymnasium.Env):
@@ -123,7 +135,7 @@ class SokobanFairnessEnv(gymnasium.Env):
                  episode_log: str | Path | None = None, method: str = "gymnasium", run: str = "0",
                  update: int | None = None, settings: dict | None = None, trained: bool = True,
                  observation: str = "rgb", rollout_n: int = 1, schedule: StepSchedule | None = None,
-                 notes: dict | None = None):
+                 notes: dict | None = None, tuning: bool = False):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -139,7 +151,11 @@ class SokobanFairnessEnv(gymnasium.Env):
         self.shard_index = integer("shard_index", shard_index, 0)
         if self.shard_index >= self.shard_count:
             raise ValueError(f"shard_index must be below shard_count {shard_count}, got {shard_index}")
-        self.rows, self.sha256 = _boards(split, None if dataset_dir is None else str(dataset_dir), hub_revision)
+        if not isinstance(tuning, bool):
+            raise TypeError(f"tuning must be True (a tuning run) or False, got {tuning!r}")
+        self.tuning = tuning
+        self.rows, self.sha256 = _boards(split, None if dataset_dir is None else str(dataset_dir), hub_revision,
+                                         tuning)
         problem = _shard_problem(split, len(self.rows), self.shard_count)
         if problem:
             raise ValueError(problem)
@@ -192,7 +208,8 @@ class SokobanFairnessEnv(gymnasium.Env):
         values = {key: None for key in SETTING}
         values.update(own)
         values.update(settings)
-        return new_manifest(self.method, values, self.manifest_notes(), trained=trained)
+        return new_manifest(self.method, values, self.manifest_notes(), trained=trained,
+                            tuning=tuning_record(self.sha256) if self.tuning else None)
 
     def played_settings(self) -> dict:
         """The settings the environment itself plays (observation, history, horizon, rewards,

@@ -10,7 +10,7 @@ boards in the same order, the same observations, rewards, terminations, truncati
 infos, and the same bytes in the episode log, with the same refusals. It takes the same
 arguments (``split``, ``observation``, ``max_steps``, ``batch_size``, ``rollout_n``,
 ``episode_log``, ``method``, ``run``, ``update``, ``settings``, ``trained``, ``schedule``,
-``notes``, ...; see :mod:`.env`). Instead of B Python environments it keeps B positions in
+``notes``, ``tuning``, ...; see :mod:`.env`). Instead of B Python environments it keeps B positions in
 one :class:`sokoban_tools.runtime.batch.BoardBatch`, so a step costs a few dozen numpy
 operations whatever B is; ``tests/test_vector_env.py`` checks it against the shards over
 more than 100,000 random steps, and replays verl-agent's recorded traces through the batch.
@@ -58,10 +58,10 @@ _CLASSES = np.arange(len(GRID_CLASSES), dtype=np.uint8)[None, :, None]
 NONE = -1  # no update pending
 
 
-@lru_cache(maxsize=4)
-def _table(split: str, dataset_dir: str | None, hub_revision: str | None) -> BoardTable:
-    """A split's boards as a :class:`BoardTable`, built once per process."""
-    rows, _ = _boards(split, dataset_dir, hub_revision)
+@lru_cache(maxsize=8)
+def _table(split: str, dataset_dir: str | None, hub_revision: str | None, tuning: bool) -> BoardTable:
+    """A split's boards (of a tuning run's, with ``tuning``) as a :class:`BoardTable`, built once per process."""
+    rows, _ = _boards(split, dataset_dir, hub_revision, tuning)
     return BoardTable([row.board for row in rows])
 
 
@@ -73,7 +73,8 @@ class SokobanFairnessVectorEnv(gymnasium.vector.VectorEnv):
                  dataset_dir=None, hub_revision: str | None = None, episode_log=None, method: str = "gymnasium",
                  run: str = "0", update: int | None = None, settings: dict | None = None, trained: bool = True,
                  schedule=None, notes: dict | None = None, autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
-                 max_episode_steps: int | None = None, render_mode: str | None = None):
+                 max_episode_steps: int | None = None, render_mode: str | None = None,
+                 tuning: bool = False):
         self.num_envs = integer("num_envs", num_envs, 1)
         if max_episode_steps is not None and max_episode_steps < max_steps:
             raise ValueError(f"max_episode_steps={max_episode_steps} would cut episodes before the horizon of "
@@ -93,7 +94,7 @@ class SokobanFairnessVectorEnv(gymnasium.vector.VectorEnv):
                                          shard_count=self.num_envs, dataset_dir=dataset_dir,
                                          hub_revision=hub_revision, method=method, run=run, update=update,
                                          observation=observation, rollout_n=rollout_n, schedule=schedule,
-                                         notes=notes)
+                                         notes=notes, tuning=tuning)
         single = self.single
         self.split, self.observation, self.max_steps = split, observation, single.max_steps
         self.rows, self.sha256, self.method, self.run = single.rows, single.sha256, single.method, single.run
@@ -101,7 +102,7 @@ class SokobanFairnessVectorEnv(gymnasium.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.task_ids = np.array([row.task_id for row in self.rows], dtype=object)
-        self.batch = BoardBatch(_table(split, None if dataset_dir is None else str(dataset_dir), hub_revision),
+        self.batch = BoardBatch(_table(split, None if dataset_dir is None else str(dataset_dir), hub_revision, tuning),
                                 self.num_envs, self.max_steps)
         n = self.num_envs
         self._slots = np.arange(n)

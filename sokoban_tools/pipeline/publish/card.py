@@ -42,6 +42,7 @@ from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD,
                        REAL_MODEL_ENTRY, REPLAY_IMAGE, RESULTS_FOLDER, RESULTS_IMAGE, ROOT, RUNTIME_EXAMPLE,
                        SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE,
                        SUMMARY_FILE, TRAIN_DATA, TRAINING_CPU_IMAGE, TRAINING_IMAGE, TRAINING_POOL_NAME,
+                       TUNING_SELECTION_FILE,
                        VALIDATION_DATA, VERIFICATION_FILE, published)
 from ...records.episodes import MOVE_LETTERS, read_episodes
 from ...records.rows import COLUMN_TYPES, BoardRow, DataError, read_board_file, read_regular_file
@@ -55,7 +56,7 @@ from ..artifacts import command_line, run_command
 from ..baselines import HORIZON, POLICIES
 from ..example_policies import log_path
 from .image_tables import ImageTablesUnavailable, image_tables
-from .training_methods import method_values
+from .training_methods import method_values, tuning_values
 from .training_report import run_logs, seed_rows, training_picture, training_report, training_values
 from ..release import CARD_TEMPLATE, DATA_FILES, FLAG, NOT_WITH_CHECK, Release, changelog_of, pinned_of, release_to_pin
 
@@ -591,7 +592,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
                   **example_values(example), **results_values(results), **real_model_values(repo),
                   **fair_comparison_values(), **hub_values(), **training_values(training, _table, baselines),
-                  **method_values(_table)}
+                  **method_values(_table), **tuning_values(_table, _read_json(repo, published(TUNING_SELECTION_FILE)))}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()

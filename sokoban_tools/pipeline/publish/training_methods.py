@@ -1,8 +1,10 @@
 """The training methods on docs/training.md, from the one list (:data:`sokoban_tools.training.methods.METHODS`):
-what each computes, and its recipe, each setting with its value, source and deviation."""
+what each computes, and its recipe, each setting with its value, source and deviation; and the tuning
+search stated in advance (:mod:`sokoban_tools.training.tuning`), with the split it validates on."""
 
 from __future__ import annotations
 
+from ...training import tuning
 from ...training.methods import METHODS
 
 
@@ -32,3 +34,27 @@ def method_values(table) -> dict[str, str]:
         rest = f"\n\nAs {like.LABEL}'s: {', '.join(shared)}." if shared else ""
         sections.append(f"### {module.LABEL}\n\n{table(rows)}{rest}")
     return {"training_methods": "\n".join(lines), "training_recipes": "\n\n".join(sections)}
+
+
+def tuning_values(table, selection: dict) -> dict[str, str]:
+    """The Tuning split section: the split's quotas from its selection file (``selection``, the
+    file as ``python -m sokoban_tools tuning`` wrote it) and the grid, budget and choice rule."""
+    quotas = [["Shortest solution", "Training boards", "Exact quota", "Held out for tuning"], ["---"] * 4]
+    quotas += [[f"{label} actions", f"{e['source_boards']:,}", e["exact_quota"], str(e["quota"])]
+               for label, e in selection["strata"].items()]
+    grid = [["`--config`", "Learning rate", "Epochs", "Minibatch rows"], ["---"] * 4]
+    grid += [[str(index), f"{config.learning_rate:g}", str(config.epochs), str(config.minibatch_rows)]
+             for index, config in enumerate(tuning.GRID)]
+    points: dict[int, list[str]] = {}  # the grid point of each method's recipe values
+    for module in METHODS:
+        recipe = {choice.name: choice.value for choice in module.RECIPE}
+        own = tuning.Config(**{key: recipe[name] for key, name in module.TUNED.items()})
+        points.setdefault(tuning.GRID.index(own), []).append(module.LABEL)
+    defaults = "; ".join(f"{', '.join(labels)}: point {index}" for index, labels in sorted(points.items()))
+    return {"tuning_defaults": defaults, "tuning_protocol": selection["protocol"], "tuning_boards": str(selection["selected"]["rows"]),
+            "tuning_training_boards": f"{selection['selected']['training_rows_left']:,}",
+            "tuning_quotas_table": table(quotas), "tuning_grid_table": table(grid),
+            "tuning_configurations": str(len(tuning.GRID)), "tuning_seeds": " and ".join(map(str, tuning.SEEDS)),
+            "tuning_steps": f"{tuning.STEPS:,}", "tuning_eval_every": f"{tuning.EVAL_EVERY:,}",
+            "tuning_options": f"--steps {tuning.STEPS} --eval-every {tuning.EVAL_EVERY}",
+            "tuning_choice_rule": tuning.CHOICE_RULE}
