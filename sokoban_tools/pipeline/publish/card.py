@@ -42,8 +42,7 @@ from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD,
                        REAL_MODEL_ENTRY, REPLAY_IMAGE, RESULTS_FOLDER, RESULTS_IMAGE, ROOT, RUNTIME_EXAMPLE,
                        SELECTION_FILE, SOURCE_POOL_DATA, SOURCE_POOL_NAME, SOURCE_POOL_VERIFICATION_FILE,
                        SUMMARY_FILE, TRAIN_DATA, TRAINING_CPU_IMAGE, TRAINING_IMAGE, TRAINING_POOL_NAME,
-                       TUNING_SELECTION_FILE,
-                       VALIDATION_DATA, VERIFICATION_FILE, published)
+                       TUNING_SELECTION_FILE, VALIDATION_DATA, VERIFICATION_FILE, published)
 from ...records.episodes import MOVE_LETTERS, read_episodes
 from ...records.rows import COLUMN_TYPES, BoardRow, DataError, read_board_file, read_regular_file
 from ...rules.board import ACTION_NAMES, from_lurd
