@@ -9,11 +9,9 @@ import pytest
 from sokoban_tools.evaluation import compare
 from sokoban_tools.evaluation.stats import smallest_p
 from sokoban_tools.layout import TRAINING_SEEDS
-from sokoban_tools.training.train import DEFAULT_STEPS as BUDGET  # the committed runs'
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "examples" / "training"
-EVERY = BUDGET // 10  # their schedule
 OWN = ["--allow-difference", "decoding.training.n", "rollout.group_size", "update_budget.groups_per_update"]
 
 
@@ -21,10 +19,22 @@ def logs(method: str) -> list[str]:
     return [str(RUNS / f"{method}-{seed}.jsonl") for seed in TRAINING_SEEDS]
 
 
+def committed_manifest(method: str, seed: int = 0) -> dict:
+    return json.loads((RUNS / f"{method}-{seed}.jsonl.manifest.json").read_text())
+
+
 def trained(method: str, seed: int) -> int:
     """The env steps a committed run trained, from its manifest's costs."""
-    return json.loads((RUNS / f"{method}-{seed}.jsonl.manifest.json").read_text())["costs"]["training_env_steps"][
-        "value"]
+    return committed_manifest(method, seed)["costs"]["training_env_steps"]["value"]
+
+
+def budget(method: str) -> int:
+    """The committed runs' budget of ``method`` (every seed's is the same: tests/test_train.py)."""
+    return committed_manifest(method)["settings"]["update_budget.total_training_steps"]
+
+
+def pass_every(method: str) -> int:
+    return committed_manifest(method)["settings"]["evaluation.frequency"]
 
 
 def report(capsys, *args: str) -> dict:
@@ -33,7 +43,7 @@ def report(capsys, *args: str) -> dict:
 
 
 def test_compare__gigpo_against_grpo_counts_seeds_paired_by_seed(capsys):
-    args = ["--a", *logs("gigpo"), "--b", *logs("grpo"), "--updates", str(BUDGET)]
+    args = ["--a", *logs("gigpo"), "--b", *logs("grpo"), "--updates", str(budget("gigpo"))]
     first = report(capsys, *args)
     (last,) = first["updates"]
     seeds = last["seeds"]
@@ -51,7 +61,7 @@ def test_compare__gigpo_against_grpo_counts_seeds_paired_by_seed(capsys):
 def test_compare__a_short_run_beside_the_committed_ones(tmp_path, capsys):
     short = tmp_path / "short.jsonl"
     rows = [json.loads(line) for line in (RUNS / "grpo-0.jsonl").read_text().splitlines()]
-    relabel = {0: 0, EVERY: 10000, 2 * EVERY: 20000}
+    relabel = {0: 0, pass_every("grpo"): 10000, 2 * pass_every("grpo"): 20000}
     short.write_text("".join(json.dumps({**row, "update": relabel[row["update"]]}) + "\n"
                              for row in rows if row["update"] in relabel))
     manifest = json.loads((RUNS / "grpo-0.jsonl.manifest.json").read_text())
@@ -65,20 +75,20 @@ def test_compare__a_short_run_beside_the_committed_ones(tmp_path, capsys):
                          "update_budget.total_training_steps", "evaluation.frequency"]) == 1
     err = capsys.readouterr().err
     assert "set one pass of each against the other with --update-a A_PASS --update-b B_PASS" in err
-    assert f"A's passes: 0, 10,000, 20,000; B's: 0, {EVERY:,}," in err and "(none)" not in err
+    assert f"A's passes: 0, 10,000, 20,000; B's: 0, {pass_every('ppo'):,}," in err and "(none)" not in err
     chosen = report(capsys, "--a", str(short), "--b", *logs("ppo"), *OWN, "--update-a", "20000",
-                    "--update-b", str(BUDGET))
+                    "--update-b", str(budget("ppo")))
     (entry,) = chosen["updates"]
-    assert (entry["update_a"], entry["update_b"], entry["paired_by"]) == (20000, BUDGET, "chosen passes")
+    assert (entry["update_a"], entry["update_b"], entry["paired_by"]) == (20000, budget("ppo"), "chosen passes")
     steps = {trained("ppo", seed) for seed in TRAINING_SEEDS}  # every PPO run trains whole rollouts alike
     assert entry["steps_a"] == {"low": 21317, "high": 21317} and entry["steps_b"] == {"low": min(steps),
                                                                                       "high": max(steps)}
     assert {d["key"]: d["allowed_by"] for d in chosen["settings"]["allowed_differences"]}[
         "update_budget.total_training_steps"] == "--update-a/--update-b"
     assert compare.main(["--a", str(short), "--b", *logs("ppo"), *OWN, "--update-a", "20000", "--update-b",
-                         str(BUDGET)]) == 0
+                         str(budget("ppo"))]) == 0
     text = capsys.readouterr().out
-    assert f"A 20,000 / B {BUDGET:,}: A's pass at 21,317 env steps, B's at {trained('ppo', 0):,}: passes chosen" in text
+    assert f"A 20,000 / B {budget('ppo'):,}: A's pass at 21,317 env steps, B's at {trained('ppo', 0):,}: passes chosen" in text
     assert "allowed by --update-a/--update-b" in text
     assert compare.main(["--a", str(short), "--b", *logs("ppo"), *OWN, "--update-a", "30000", "--update-b", "0"]) == 1
     assert "--update-a 30000: A has no pass there; its passes are at 0, 10,000, 20,000" in capsys.readouterr().err
@@ -89,7 +99,7 @@ def relabelled(tmp_path, method: str, seed: int, every: int, trained: int) -> st
     env steps, ``trained`` steps at its last pass."""
     log = tmp_path / f"{method}-{seed}.jsonl"
     rows = [json.loads(line) for line in (RUNS / f"{method}-{seed}.jsonl").read_text().splitlines()]
-    relabel = {0: 0, EVERY: every, 2 * EVERY: 2 * every}
+    relabel = {0: 0, pass_every(method): every, 2 * pass_every(method): 2 * every}
     log.write_text("".join(json.dumps({**row, "update": relabel[row["update"]]}) + "\n"
                            for row in rows if row["update"] in relabel))
     manifest = json.loads((RUNS / f"{method}-{seed}.jsonl.manifest.json").read_text())
@@ -111,22 +121,22 @@ def test_compare__passes_of_one_label_far_apart_in_env_steps_are_not_paired_sile
     assert "A's pass at 4,096 env steps, B's at 5,521" in capsys.readouterr().err
     loose = report(capsys, "--a", ppo, "--b", grpo, *OWN, "--updates", "0", "4000", "--step-tolerance", "0.3")
     assert [u["paired_by"] for u in loose["updates"]] == ["env steps", "env steps"]
-    # The committed runs' passes at half the budget and at its end are within 5% of each other.
-    committed = report(capsys, "--a", *logs("ppo"), "--b", *logs("grpo"), *OWN, "--updates", str(BUDGET // 2),
-                       str(BUDGET))
+    # The committed runs' passes at half PPO's budget and at its end are within 5% of each other.
+    committed = report(capsys, "--a", *logs("ppo"), "--b", *logs("grpo"), *OWN, "--updates", str(budget("ppo") // 2),
+                       str(budget("ppo")))
     assert [u["paired_by"] for u in committed["updates"]] == ["env steps", "env steps"]
 
 
 def test_compare_plot__says_env_steps_and_a_mean_only_over_several_runs(capsys, monkeypatch):
     drawn = {}
     monkeypatch.setattr(compare, "line_chart", lambda series, **kwargs: drawn.update(kwargs) or b"")
-    several = report(capsys, "--a", *logs("gigpo"), "--b", *logs("grpo"), "--updates", "0", str(BUDGET))
+    several = report(capsys, "--a", *logs("gigpo"), "--b", *logs("grpo"), "--updates", "0", str(budget("gigpo")))
     compare.learning_curves(several)
     assert drawn["x_label"] == "env steps" and drawn["title"].startswith(f"mean over {len(TRAINING_SEEDS)} runs;")
-    one = report(capsys, "--a", logs("gigpo")[0], "--b", logs("grpo")[0], "--updates", "0", str(BUDGET))
+    one = report(capsys, "--a", logs("gigpo")[0], "--b", logs("grpo")[0], "--updates", "0", str(budget("gigpo")))
     compare.learning_curves(one)
     assert drawn["title"].startswith("one run a side;") and "mean" not in drawn["title"]
-    mixed = report(capsys, "--a", logs("gigpo")[0], "--b", *logs("grpo"), "--updates", "0", str(BUDGET))
+    mixed = report(capsys, "--a", logs("gigpo")[0], "--b", *logs("grpo"), "--updates", "0", str(budget("gigpo")))
     compare.learning_curves(mixed)
     assert drawn["title"].startswith(f"A: one run; B: mean over {len(TRAINING_SEEDS)} runs;")
     examples = REPO / "examples" / "episodes"  # evaluate's runs count updates

@@ -148,17 +148,23 @@ def test_the_cards_results_table_collapses_one_methods_seeds_into_one_row_with_m
     assert "median 15.6% (range 7.8%–23.4%) | 1 of 3 ≈ best |" in table[3]
 
 
-def test_the_default_budget_and_schedule_are_the_committed_runs():
-    """The committed runs, every seed of every method, were trained at the default budget and schedule."""
+def test_the_committed_runs_of_a_method_share_one_budget_and_a_pass_every_tenth_of_it():
+    """Every seed of every method is committed, trained to its method's one budget (the default, or the
+    budget docs/training.md gives with its command) with a pass every tenth of it, published."""
     from sokoban_tools.layout import TRAINING_SEEDS
     from sokoban_tools.pipeline.publish.training_report import run_logs
     from sokoban_tools.training.methods import METHODS
     from sokoban_tools.training.train import DEFAULT_STEPS
 
-    logs = [log for method_logs in run_logs(REPO).values() for log in method_logs]
-    assert len(logs) == len(METHODS) * len(TRAINING_SEEDS)
-    for log in logs:
-        settings = read_manifest(manifest_path(log))["settings"]
-        assert settings["update_budget.total_training_steps"] == DEFAULT_STEPS, log
-        assert settings["evaluation.frequency"] == DEFAULT_STEPS // 10, log
-        assert b'"phase":"training"' not in log.read_bytes(), log  # published: the passes alone
+    logs = run_logs(REPO)
+    assert sorted(logs) == sorted(m.NAME for m in METHODS)
+    budgets = set()
+    for method, method_logs in logs.items():
+        assert len(method_logs) == len(TRAINING_SEEDS), method
+        settings = [read_manifest(manifest_path(log))["settings"] for log in method_logs]
+        (budget,) = {s["update_budget.total_training_steps"] for s in settings}
+        assert {s["evaluation.frequency"] for s in settings} == {budget // 10}, method
+        budgets.add(budget)
+        for log in method_logs:
+            assert b'"phase":"training"' not in log.read_bytes(), log  # published: the passes alone
+    assert DEFAULT_STEPS in budgets
