@@ -77,6 +77,7 @@ def test_ranking__names_only_the_pairs_the_test_separates(committed):
     separated = {**committed, "comparisons": [{**c, "separated": c is first} for c in committed["comparisons"]]}
     a, b = training_report.METHODS[first["a"]], training_report.METHODS[first["b"]]
     sign = ">" if first["report"]["updates"][-1]["difference"] > 0 else "<"
-    assert f"counting seeds, {a} {sign} {b}; the others tied; " in training_report.ranking(separated)
+    at = training_report.short_count(first["report"]["updates"][-1]["update"])
+    assert f"at {at} env steps {a} {sign} {b}; the others tied; " in training_report.ranking(separated)
     assert training_report.verdict({**first, "separated": True}).startswith(
         f"**Apart** at {first['report']['updates'][-1]['update']:,} env steps: {a} - {b} ")

@@ -27,7 +27,7 @@ from ...layout import TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
 from ...records.budget import ENV_STEPS_COST
 from ...records.manifest import manifest_path, read_manifest
 from ...training.publish import published_name
-from ...training.train import METHODS
+from ...training.train import DEFAULT_STEPS, METHODS
 
 PAIRS = tuple(combinations(METHODS, 2))  # every pair of methods, in the methods' order
 ASKED_BUDGET = 3_000_000  # env steps a run, what the comparison was asked to reach (or a flat curve)
@@ -235,7 +235,7 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
                 "training_ranking": "", "training_budgets": "", "training_pairing": "",
                 "training_alpha": f"{ALPHA:.0%}", "compare_resamples": f"{compare.RESAMPLES:,}",
                 "training_standing": "", "training_runs": "no runs", "training_seeds": "no",
-                "training_budget": "—", "training_budget_plain": "—", "training_total_cpu": "—",
+                "training_budget": "—", "training_commands": "", "training_default_steps": f"{DEFAULT_STEPS:,}", "training_total_cpu": "—",
                 "training_budget_reason": "", "training_short_run": "No training run is committed yet.",
                 "training_cpu": "—", "training_card_chart": ""}
     points = sorted({u for r in report["runs"] for u in r["points"]})
@@ -248,7 +248,6 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
                      f"{r['env_steps'] / r['cpu_seconds']:,.0f}" if r["env_steps"] and r["cpu_seconds"] else "—",
                      *[cells.get(u, "—") for u in points]])
     comparisons = [comparison_section(report, c, table) for c in report["comparisons"]]
-    budgets = sorted({r["budget"] for r in report["runs"]})
     cpu = [r["cpu_seconds"] for r in report["runs"] if r["cpu_seconds"] is not None]
     seeds = sorted({sum(r["method"] == m for r in report["runs"]) for m in report["methods"]})
     return {"training_runs_table": table(rows), "training_comparisons": "\n\n".join(comparisons),
@@ -258,8 +257,8 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
             "training_standing": standing(report, baselines),
             "training_runs": f"{len(report['runs'])} runs ({len(report['methods'])} methods)",
             "training_seeds": "–".join(map(str, seeds)),
-            "training_budget": ", ".join(f"{b:,}" for b in budgets),
-            "training_budget_plain": " or ".join(str(b) for b in budgets),
+            "training_budget": budgets_sentence(report), "training_default_steps": f"{DEFAULT_STEPS:,}",
+            "training_commands": "\n".join(sweep_commands(report)),
             "training_total_cpu": f"{sum(cpu) / 3600:.1f}",
             "training_budget_reason": budget_reason(report),
             "training_short_run": short_run(report),
@@ -330,14 +329,17 @@ def ranking(report: dict) -> str:
     intervals and tests are the results page's."""
     if not report["comparisons"]:
         return ""
-    budget = short_count(report["comparisons"][0]["report"]["updates"][-1]["update"])
-    apart = [f"{METHODS[c['a']]} {'>' if c['report']['updates'][-1]['difference'] > 0 else '<'} {METHODS[c['b']]}"
-             for c in report["comparisons"] if c["separated"]]
-    relations = (f"counting seeds, {', '.join(apart)}; the others tied" if apart else
-                 "no two trained methods differ counting seeds")
+    apart: dict[int, list[str]] = {}  # the last pass each separated pair shares -> the pairs
+    for c in report["comparisons"]:
+        last = c["report"]["updates"][-1]
+        if c["separated"]:
+            sign = ">" if last["difference"] > 0 else "<"
+            apart.setdefault(last["update"], []).append(f"{METHODS[c['a']]} {sign} {METHODS[c['b']]}")
+    relations = ("; ".join(f"at {short_count(u)} env steps {', '.join(pairs)}" for u, pairs in sorted(apart.items()))
+                 + "; the others tied" if apart else "no two trained methods differ")
     up = [METHODS[m] for m, gain in rising(report).items() if gain > RISING]
     seeds = sorted({sum(r["method"] == m for r in report["runs"]) for m in report["methods"]})
-    return (f"At {budget} env steps, {'–'.join(map(str, seeds))} seeds a method, {relations}; "
+    return (f"Counting seeds ({'–'.join(map(str, seeds))} a method), at the last pass both made: {relations}; "
             f"{', '.join(up) + ' still rise' if up else 'none still rises'}"
             + (f" ([why not {short_count(ASKED_BUDGET)}](docs/training.md#the-runs))." if budget_short(report)
                else "."))
@@ -348,17 +350,57 @@ def budget_short(report: dict) -> bool:
     return max(r["budget"] for r in report["runs"]) < ASKED_BUDGET
 
 
+def _budgets(report: dict) -> dict[int, list[str]]:
+    """Each budget of the committed runs (env steps) and its methods, in the methods' order."""
+    found: dict[int, list[str]] = {}
+    for method in report["methods"]:
+        (budget,) = {r["budget"] for r in report["runs"] if r["method"] == method}
+        found.setdefault(budget, []).append(method)
+    return dict(sorted(found.items()))
+
+
+def _labels(methods: list[str]) -> str:
+    labels = [METHODS[m] for m in methods]
+    return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+
+
+def budgets_sentence(report: dict) -> str:
+    """Which methods were trained for how many env steps, in words."""
+    return " and ".join(f"{_labels(methods)} for {budget:,} env steps" for budget, methods in _budgets(report).items())
+
+
+def sweep_commands(report: dict) -> list[str]:
+    """The command lines that train and publish the committed runs, one a method."""
+    seeds = sorted({r["seed"] for r in report["runs"]})
+    seeds_text = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ",".join(map(str, seeds))
+    return [f"python -m sokoban_tools sweep --method {method} --seeds {seeds_text}"
+            + ("" if budget == DEFAULT_STEPS else f" --steps {budget}") + f" --logs runs --publish {TRAINING_RUNS}"
+            for budget, methods in _budgets(report).items() for method in methods]
+
+
 def budget_reason(report: dict) -> str:
     """Why the runs stop short of :data:`ASKED_BUDGET`, with what the asked budget would cost; empty
     where they reach it."""
     if not budget_short(report):
         return ""
     hours = sum(cpu_at(r, ASKED_BUDGET) for r in report["runs"]) / 3600
-    return (f"The comparison was asked for {short_count(ASKED_BUDGET)} env steps a run (or until the curves are "
+    text = (f"The comparison was asked for {short_count(ASKED_BUDGET)} env steps a run (or until the curves are "
             f"flat): at these runs' CPU-seconds per env step, the same runs at {short_count(ASKED_BUDGET)} would "
             f"take {hours:.0f} CPU-hours, more than the 2-core machine they were trained on could give them in a "
-            f"working session. Hence the budget; [Results](results.md#trained-methods-compared) says which "
-            f"methods were still rising at it.")
+            f"working session. Hence the budgets; [Results](results.md#trained-methods-compared) says which "
+            f"methods were still rising at them.")
+    budgets = _budgets(report)
+    if len(budgets) > 1:
+        cost = {b: median(r["cpu_seconds"] / r["env_steps"] for r in report["runs"] if r["method"] in methods)
+                for b, methods in budgets.items()}
+        spent = {b: median(r["cpu_seconds"] for r in report["runs"] if r["method"] in methods)
+                 for b, methods in budgets.items()}
+        low, high = min(budgets), max(budgets)
+        text += (f" {_labels(budgets[low])} spent {cost[low] / cost[high]:.0f} times the CPU-seconds per env step of "
+                 f"{_labels(budgets[high])}, so {'its' if len(budgets[low]) == 1 else 'their'} runs stop at "
+                 f"{low:,} env steps, about {spent[low]:,.0f} CPU-seconds a run against the others' "
+                 f"{spent[high]:,.0f}: the methods are compared at every pass both made and at matched CPU time.")
+    return text
 
 
 def short_run(report: dict) -> str:
