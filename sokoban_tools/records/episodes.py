@@ -79,6 +79,7 @@ from ..checks import problem
 from ..files import temporary_target, write_atomic
 from ..paths import read_bounded, unwritable
 from . import strict_json
+from .manifest import check_manifest, write_manifest
 from .rows import DataError
 
 EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256",
@@ -360,6 +361,7 @@ class EpisodeWriter:
         self._fd: int | None = _take_lock(path)
         self._users = 0
         self._unsynced = False  # records appended since the last sync
+        self._manifest_run = None  # (method, settings) of the manifest this writer wrote or checked
         leftovers = _temporaries(path)
         for leftover in leftovers:
             leftover.unlink()
@@ -386,6 +388,18 @@ class EpisodeWriter:
         """:func:`set_aside` on this log."""
         self._check_open()
         return _set_aside(self.path, reason, keep)
+
+    def write_manifest(self, manifest: dict, log: Path | str) -> None:
+        """Write or check the run manifest beside the log (:func:`~.manifest.write_manifest`; ``log``:
+        the log as its user named it, for the messages) once for all users of this writer: holding
+        the lock, it knows the method and settings beside the log stay those it wrote or checked, so
+        each environment of a vector stating the same run reads nothing again."""
+        self._check_open()
+        check_manifest(manifest, "the new manifest")
+        run = (manifest["method"], manifest["settings"])
+        if run != self._manifest_run:
+            write_manifest(log, manifest)
+            self._manifest_run = run
 
     def _check_open(self) -> None:
         if self._fd is None:
