@@ -62,6 +62,7 @@ holding the moved lines unchanged (a torn line given its newline).
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import json
 import math
@@ -76,10 +77,10 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..checks import problem
-from ..files import temporary_target, write_atomic
+from ..files import json_document, temporary_target, write_atomic
 from ..paths import read_bounded, unwritable
 from . import strict_json
-from .manifest import check_manifest, write_manifest
+from .manifest import check_manifest, keep_manifest, manifest_path, merge_costs, same_run
 from .rows import DataError
 
 EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256",
@@ -361,7 +362,8 @@ class EpisodeWriter:
         self._fd: int | None = _take_lock(path)
         self._users = 0
         self._unsynced = False  # records appended since the last sync
-        self._manifest_run = None  # (method, settings) of the manifest this writer wrote or checked
+        self._manifest: dict | None = None  # the manifest beside the log, as this writer wrote or checked it
+        self._manifest_path: Path | None = None  # where, as its user named the log
         leftovers = _temporaries(path)
         for leftover in leftovers:
             leftover.unlink()
@@ -389,17 +391,43 @@ class EpisodeWriter:
         self._check_open()
         return _set_aside(self.path, reason, keep)
 
-    def write_manifest(self, manifest: dict, log: Path | str) -> None:
-        """Write or check the run manifest beside the log (:func:`~.manifest.write_manifest`; ``log``:
-        the log as its user named it, for the messages) once for all users of this writer: holding
-        the lock, it knows the method and settings beside the log stay those it wrote or checked, so
-        each environment of a vector stating the same run reads nothing again."""
+    def write_manifest(self, manifest: dict, log: Path | str) -> dict:
+        """Write or check the run manifest beside the log (:func:`~.manifest.keep_manifest`; ``log``:
+        the log as its user named it, for the messages) once for all users of this writer; the
+        manifest now beside the log. Holding the lock, the writer knows that file changes only
+        through it: each environment of a vector stating the same run reads nothing again."""
         self._check_open()
         check_manifest(manifest, "the new manifest")
-        run = (manifest["method"], manifest["settings"])
-        if run != self._manifest_run:
-            write_manifest(log, manifest)
-            self._manifest_run = run
+        if self._manifest is None or not same_run(self._manifest, manifest):
+            self._manifest = copy.deepcopy(keep_manifest(log, manifest))
+            self._manifest_path = manifest_path(log)
+        return copy.deepcopy(self._manifest)
+
+    @property
+    def manifest(self) -> dict | None:
+        """The manifest beside the log as :meth:`write_manifest` wrote or checked it (a copy), ``None`` before."""
+        return copy.deepcopy(self._manifest)
+
+    def rewrite_manifest(self, manifest: dict) -> None:
+        """Write ``manifest``, the run's (same method and settings) with other notes or costs,
+        over the one :meth:`write_manifest` wrote or checked."""
+        self._check_open()
+        if self._manifest is None or not same_run(self._manifest, manifest):
+            raise RuntimeError(f"the writer of {self.path} rewrites only the manifest of its run; "
+                               f"write_manifest first")
+        check_manifest(manifest, str(self._manifest_path))
+        write_atomic(self._manifest_path, json_document(manifest))
+        self._manifest = copy.deepcopy(manifest)
+
+    def add_costs(self, entries) -> dict:
+        """:func:`~.manifest.add_costs` on the manifest :meth:`write_manifest` wrote or checked,
+        without reading it again; the manifest written."""
+        self._check_open()
+        if self._manifest is None:
+            raise RuntimeError(f"the writer of {self.path} has no manifest to add costs to; write_manifest first")
+        manifest = merge_costs(copy.deepcopy(self._manifest), entries, str(self._manifest_path))
+        self.rewrite_manifest(manifest)
+        return copy.deepcopy(manifest)
 
     def _check_open(self) -> None:
         if self._fd is None:

@@ -65,6 +65,7 @@ NOTES = "notes"
 BOARDS = "boards"
 BOARD_SOURCES = ({"folder"}, {"hub_repo", "hub_revision"})  # the key sets a boards entry may have
 ENVIRONMENT = "the environment"  # the source of settings that sokoban_tools.runtime.env defines
+RUN_KEYS = ("method", "settings")  # what makes two manifests one run's (notes and costs may differ)
 KINDS = {"integer": (int,), "number": (int, float), "boolean": (bool,), "string": (str,)}
 
 
@@ -354,6 +355,11 @@ def keep_manifest(log: Path | str, manifest: dict) -> dict:
     return kept
 
 
+def same_run(a: dict, b: dict) -> bool:
+    """Whether the manifests ``a`` and ``b`` are of one run: the same method and settings."""
+    return all(a[key] == b[key] for key in RUN_KEYS)
+
+
 def check_fits(log: Path | str, manifest: dict, torn_ok: bool = False) -> bool:
     """Whether the manifest beside ``log`` is already ``manifest``'s run (same method and
     settings); :class:`ManifestError` if it is another run's. Writes nothing. With
@@ -375,7 +381,7 @@ def _this_runs(log: Path | str, manifest: dict, torn_ok: bool = False) -> dict |
         if torn_ok:
             return None
         raise
-    changed = [key for key in ("method", "settings") if old[key] != manifest[key]]
+    changed = [key for key in RUN_KEYS if old[key] != manifest[key]]
     if changed:
         keys = [key for key in SETTING if old["settings"][key] != manifest["settings"][key]]
         raise ManifestError(f"{path}: holds the manifest of a run with another {changed[0]} "

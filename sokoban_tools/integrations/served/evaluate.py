@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -43,9 +44,8 @@ from ...paths import PathError, error_text, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, EpisodeWriter, episode_writer, read_episodes
-from ...files import json_document, write_atomic
-from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, manifest_path,
-                                 new_manifest, read_manifest, write_manifest)
+from ...records.manifest import (NOTES, SETTING, ManifestError, environment_settings, manifest_path, new_manifest,
+                                 read_manifest)
 from ...records.rows import BoardRow, DataError
 from .client import Decoding, ServedModel, Stop, public_url, without_credentials
 from .prompt import TEXT_PROMPT_NO_HISTORY_SHA256, TEXT_PROMPT_SHA256, UPSTREAM_COMMIT, VISUAL_PROMPT_SHA256
@@ -162,12 +162,37 @@ def api_key(args) -> str:
     return key or "EMPTY"
 
 
-def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dict:
+@dataclass(frozen=True)
+class Played:
+    """What an evaluation played, as its manifest records it: ``evaluate``'s options, or those of
+    another evaluator that plays the same episode (``inspect-log``'s task, a TRL run's validation,
+    which names the turn only). ``trained``: the manifest of the run the weights come from
+    (``--settings-from``, read once), ``None`` without one."""
+
+    mode: str
+    history_length: int
+    max_steps: int
+    max_prompt_length: int
+    model: str | None = None
+    revision: str | None = None
+    method: str | None = None
+    seed: int = 0
+    base_url: str = ""
+    settings_from: Path | None = None
+    trained: dict | None = None
+
+    @classmethod
+    def of(cls, args, trained: dict | None) -> "Played":
+        """What ``evaluate``'s parsed options ``args`` play, with ``trained`` read from ``--settings-from``."""
+        return cls(args.mode, args.history_length, args.max_steps, args.max_prompt_length, args.model,
+                   args.revision, args.method, args.seed, args.base_url, args.settings_from, trained)
+
+
+def manifest_for(args: Played, decoding: Decoding, server_kind: str, boards: int) -> dict:
     """The run manifest of this evaluation (see the module docstring and ``--settings-from``)."""
-    trained = None
+    trained = args.trained
     settings = {key: None for key in SETTING}
-    if args.settings_from is not None:
-        trained = read_manifest(args.settings_from)
+    if trained is not None:
         settings.update((key, value) for key, value in trained["settings"].items() if key not in PLAYED)
     settings.update(environment_settings())
     settings.update({
@@ -203,7 +228,7 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
     return new_manifest(args.method, settings, notes, trained=train_digest is not None)
 
 
-def off_protocol(args, decoding: Decoding) -> list[str]:
+def off_protocol(args: Played, decoding: Decoding) -> list[str]:
     """Each played setting that is not verl-agent's validation one, with the launcher's value:
     what the manifest says plainly when a run was cut to fit a slow server or a budget."""
     played = {"env.max_steps": (args.max_steps, DEFAULT_MAX_STEPS),
@@ -219,7 +244,7 @@ def off_protocol(args, decoding: Decoding) -> list[str]:
     return [f"{key} {value} (verl-agent: {default})" for key, (value, default) in played.items() if value != default]
 
 
-def turn_notes(args) -> dict:
+def turn_notes(args: Played) -> dict:
     """What the manifest says of the turn: the prompt's source and digest, and the image or history."""
     if args.mode == VISUAL_MODE:
         return {
@@ -239,9 +264,9 @@ def turn_notes(args) -> dict:
     }
 
 
-def record_manifest(log: Path, manifest: dict, resuming: bool, seed: int) -> None:
-    """Write the manifest beside ``log``, or keep the one there (same method and settings,
-    its costs) with the notes of this run: the board set, the server's URL may change on
+def record_manifest(writer: EpisodeWriter, log: Path, manifest: dict, resuming: bool, seed: int) -> None:
+    """Write the manifest beside ``log`` through its ``writer``, or keep the one there (same method
+    and settings, its costs) with the notes of this run: the board set, the server's URL may change on
     ``--resume``; the request seed may not (``resuming``: the log holds this evaluation's
     boards, whose requests were seeded by the seed the manifest notes; ``seed`` is this run's)."""
     path = manifest_path(log)
@@ -252,11 +277,10 @@ def record_manifest(log: Path, manifest: dict, resuming: bool, seed: int) -> Non
                        f"{path.name}), not --seed {seed}: "
                        f"resuming would mix request seeds in one pass; resume with the first run's --seed, or "
                        f"give this evaluation another --run")
-    path = write_manifest(log, manifest)
-    kept = read_manifest(path)
+    kept = writer.write_manifest(manifest, log)
     if kept.get(NOTES) != manifest[NOTES]:
         kept[NOTES] = manifest[NOTES]
-        write_atomic(path, json_document(kept))
+        writer.rewrite_manifest(kept)
 
 
 def finished_boards(writer: EpisodeWriter, args, rows: list[BoardRow], sha256: str) -> dict[str, EpisodeRecord]:
@@ -382,7 +406,7 @@ class Evaluation:
         entries["wall_time"] = ("seconds", round(seconds, 3))
         for name, (_, value) in entries.items():
             self.spent[name] = self.spent.get(name, 0) + value
-        add_costs(self.args.log, entries)
+        self.writer.add_costs(entries)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -407,12 +431,12 @@ def evaluate(args, writer: EpisodeWriter) -> int:
         rows, sha256 = load_boards(VALIDATION_DATA, args.dataset_dir, args.hub_revision)
         rows = rows[:args.boards] if args.boards is not None else rows
         held = finished_boards(writer, args, rows, sha256)
-        if args.settings_from is not None:
-            read_manifest(args.settings_from)  # refused now, before the server is asked anything
+        # --settings-from is read once, and refused now, before the server is asked anything
+        played = Played.of(args, None if args.settings_from is None else read_manifest(args.settings_from))
         model = ServedModel(args.base_url, args.model, api_key(args), decoding, timeout=args.timeout,
                             retries=args.retries, backoff=args.backoff)
         server_kind = args.server_kind or model.check() or "openai-compatible"
-        record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)), resuming=bool(held),
+        record_manifest(writer, args.log, manifest_for(played, decoding, server_kind, len(rows)), resuming=bool(held),
                         seed=args.seed)
     except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
         print(f"error: {without_credentials(error_text(err))}", file=sys.stderr)
@@ -440,7 +464,7 @@ def evaluate(args, writer: EpisodeWriter) -> int:
           f"({spent['retried_requests']:,} retried), {spent['prompt_tokens']:,} prompt and "
           f"{spent['completion_tokens']:,} completion tokens, {evaluation.wall:.1f} s; log {args.log}")
     print(next_step(len(rows), args.log))
-    differences = off_protocol(args, decoding)
+    differences = off_protocol(played, decoding)
     if differences:
         print(f"note: not verl-agent's validation settings: {'; '.join(differences)} (the manifest says so)")
     return 0
