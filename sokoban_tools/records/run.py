@@ -55,8 +55,8 @@ class OpenRun:
         """The manifest beside the log, or ``None`` when there is none or it is malformed (a
         :class:`DataError`; a file that cannot be read at all is refused): for a reader that
         only explains or checks where it can, leaving the refusal to the commands that need it."""
-        _, _, manifest, error = self._read
-        if isinstance(error, DataError) or not self._read[0]:
+        beside, _, manifest, error = self._read
+        if not beside or isinstance(error, DataError):
             return None
         if error is not None:
             raise error

@@ -188,20 +188,20 @@ class Played:
                    args.revision, args.method, args.seed, args.base_url, args.settings_from, trained)
 
 
-def manifest_for(args: Played, decoding: Decoding, server_kind: str, boards: int) -> dict:
+def manifest_for(played: Played, decoding: Decoding, server_kind: str, boards: int) -> dict:
     """The run manifest of this evaluation (see the module docstring and ``--settings-from``)."""
-    trained = args.trained
+    trained = played.trained
     settings = {key: None for key in SETTING}
     if trained is not None:
         settings.update((key, value) for key, value in trained["settings"].items() if key not in PLAYED)
     settings.update(environment_settings())
     settings.update({
-        "initial_weights.model": args.model,
-        "initial_weights.revision": args.revision,
-        "image_processing.observation": args.mode,
-        "image_processing.max_prompt_length": args.max_prompt_length,
-        "image_processing.history_length": args.history_length,
-        "action_horizon": args.max_steps,
+        "initial_weights.model": played.model,
+        "initial_weights.revision": played.revision,
+        "image_processing.observation": played.mode,
+        "image_processing.max_prompt_length": played.max_prompt_length,
+        "image_processing.history_length": played.history_length,
+        "action_horizon": played.max_steps,
         "decoding.validation.temperature": 0.0 if not decoding.do_sample else float(decoding.temperature),
         "decoding.validation.top_p": float(decoding.top_p),
         "decoding.validation.top_k": decoding.top_k,
@@ -210,43 +210,44 @@ def manifest_for(args: Played, decoding: Decoding, server_kind: str, boards: int
         "decoding.validation.n": 1,
     })
     subset = boards < VALIDATION_SIZE
-    differences = off_protocol(args, decoding)
+    differences = off_protocol(played, decoding)
     notes = {
         "evaluator": "python -m sokoban_tools evaluate: verl-agent's validation episode against a served model",
         "server_kind": server_kind,
-        "base_url": public_url(args.base_url),
+        "base_url": public_url(played.base_url),
         "boards": (f"the first {boards} of the {VALIDATION_SIZE} validation boards: a quick look, NOT the protocol"
                    if subset else f"all {VALIDATION_SIZE} validation boards (the protocol)"),
         "protocol_settings": ("verl-agent's validation settings" if not differences else
                               "NOT verl-agent's validation settings: " + "; ".join(differences)),
-        **turn_notes(args),
-        "request_seed": f"seed {args.seed}: each request's seed is the first 31 bits of "
-                        f"SHA-256('{args.seed}/<task_id>/<turn>')",
-        "settings_from": str(args.settings_from) if args.settings_from is not None else None,
+        **turn_notes(played),
+        "request_seed": f"seed {played.seed}: each request's seed is the first 31 bits of "
+                        f"SHA-256('{played.seed}/<task_id>/<turn>')",
+        "settings_from": str(played.settings_from) if played.settings_from is not None else None,
     }
     train_digest = trained["data_sha256"].get(TRAIN_DATA) if trained is not None else None
-    return new_manifest(args.method, settings, notes, trained=train_digest is not None)
+    return new_manifest(played.method, settings, notes, trained=train_digest is not None)
 
 
-def off_protocol(args: Played, decoding: Decoding) -> list[str]:
+def off_protocol(played: Played, decoding: Decoding) -> list[str]:
     """Each played setting that is not verl-agent's validation one, with the launcher's value:
     what the manifest says plainly when a run was cut to fit a slow server or a budget."""
-    played = {"env.max_steps": (args.max_steps, DEFAULT_MAX_STEPS),
-              "data.max_response_length": (decoding.max_tokens, LAUNCHER["response_length"]),
-              "data.max_prompt_length": (args.max_prompt_length, LAUNCHER["max_prompt_length"]),
-              "val_kwargs.do_sample": (decoding.do_sample, LAUNCHER["do_sample"])}
+    compared = {"env.max_steps": (played.max_steps, DEFAULT_MAX_STEPS),
+                "data.max_response_length": (decoding.max_tokens, LAUNCHER["response_length"]),
+                "data.max_prompt_length": (played.max_prompt_length, LAUNCHER["max_prompt_length"]),
+                "val_kwargs.do_sample": (decoding.do_sample, LAUNCHER["do_sample"])}
     if decoding.do_sample:
-        played.update({"val_kwargs.temperature": (decoding.temperature, LAUNCHER["temperature"]),
-                       "val_kwargs.top_p": (decoding.top_p, LAUNCHER["top_p"]),
-                       "val_kwargs.top_k": (decoding.top_k, LAUNCHER["top_k"])})
-    if args.mode != VISUAL_MODE:  # a visual prompt shows no history whatever env.history_length is
-        played["env.history_length"] = (args.history_length, LAUNCHER["history_length"])
-    return [f"{key} {value} (verl-agent: {default})" for key, (value, default) in played.items() if value != default]
+        compared.update({"val_kwargs.temperature": (decoding.temperature, LAUNCHER["temperature"]),
+                         "val_kwargs.top_p": (decoding.top_p, LAUNCHER["top_p"]),
+                         "val_kwargs.top_k": (decoding.top_k, LAUNCHER["top_k"])})
+    if played.mode != VISUAL_MODE:  # a visual prompt shows no history whatever env.history_length is
+        compared["env.history_length"] = (played.history_length, LAUNCHER["history_length"])
+    return [f"{key} {value} (verl-agent: {default})" for key, (value, default) in compared.items()
+            if value != default]
 
 
-def turn_notes(args: Played) -> dict:
+def turn_notes(played: Played) -> dict:
     """What the manifest says of the turn: the prompt's source and digest, and the image or history."""
-    if args.mode == VISUAL_MODE:
+    if played.mode == VISUAL_MODE:
         return {
             "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_VISUAL_TEMPLATE (sha256 {VISUAL_PROMPT_SHA256}), "
                       f"one user message per turn, the image in place of <image>",
@@ -258,8 +259,8 @@ def turn_notes(args: Played) -> dict:
         "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_TEMPLATE_NO_HIS (sha256 {TEXT_PROMPT_NO_HISTORY_SHA256}) "
                   f"on the first turn, then SOKOBAN_TEMPLATE (sha256 {TEXT_PROMPT_SHA256}), one user message of "
                   f"plain text per turn with the board's tiny_rgb_array grid",
-        "history_length": (f"{args.history_length}: SimpleMemory.fetch's last {args.history_length} grids and "
-                           f"actions in every prompt after the first" if args.history_length > 0 else
+        "history_length": (f"{played.history_length}: SimpleMemory.fetch's last {played.history_length} grids and "
+                           f"actions in every prompt after the first" if played.history_length > 0 else
                            "0: every prompt is SOKOBAN_TEMPLATE_NO_HIS, no history"),
     }
 
@@ -436,8 +437,8 @@ def evaluate(args, writer: EpisodeWriter) -> int:
         model = ServedModel(args.base_url, args.model, api_key(args), decoding, timeout=args.timeout,
                             retries=args.retries, backoff=args.backoff)
         server_kind = args.server_kind or model.check() or "openai-compatible"
-        record_manifest(writer, args.log, manifest_for(played, decoding, server_kind, len(rows)), resuming=bool(held),
-                        seed=args.seed)
+        record_manifest(writer, args.log, manifest_for(played, decoding, server_kind, len(rows)),
+                        resuming=bool(held), seed=args.seed)
     except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
         print(f"error: {without_credentials(error_text(err))}", file=sys.stderr)
         return 1
