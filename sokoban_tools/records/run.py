@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Iterable
 
 from ..paths import PathError
 from .episodes import side_files
@@ -74,6 +75,6 @@ class OpenRun:
         return side_files(self.log)
 
 
-def open_runs(logs) -> dict[Path, OpenRun]:
+def open_runs(logs: Iterable[Path | str]) -> dict[Path, OpenRun]:
     """Each of the logs ``logs`` opened once (a log named twice is one run)."""
     return {Path(log): OpenRun(log) for log in dict.fromkeys(map(Path, logs))}
