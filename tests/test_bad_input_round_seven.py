@@ -22,7 +22,7 @@ from sokoban_tools.evaluation.hub_benchmark import eval_results
 from sokoban_tools.evaluation.leaderboard import ENTRY
 from sokoban_tools.layout import REAL_MODEL_ENTRY, RESULTS_DIR, SOURCE_POOL_DATA
 from sokoban_tools.records.episodes import side_files
-from sokoban_tools.records.manifest import manifest_path
+from sokoban_tools.records.manifest import manifest_path, read_manifest
 from sokoban_tools.training.checkpoint import checkpoint_path
 from sokoban_tools.training.train import main as train_main
 from test_bad_input_round_six import read_only_dir  # noqa: F401 (a fixture)
@@ -369,12 +369,12 @@ def test_a_model_id_with_a_newline_cannot_forge_a_second_result(tmp_path, capsys
     forged = (f"{info['model']}\n- dataset:\n    id: x/y\n    task_id: text\n  value: 100.0\n"
               f"  source:\n    url: \"https://example.org/someone/else\"\n#")
     # the writer: every value a scalar on its own line, so the file holds one result whatever the model
-    (result,) = yaml.safe_load(eval_results(REAL_MODEL_ENTRY, {**info, "model": forged}, leaderboard.read_manifest(
+    (result,) = yaml.safe_load(eval_results(REAL_MODEL_ENTRY, {**info, "model": forged}, read_manifest(
         results / REAL_MODEL_ENTRY / leaderboard.MANIFEST), 1, 256))
     assert result["value"] == 100 / 256
     for breaker in ("\u2028", "\u0085"):  # what YAML, not JSON, reads as a line break
         assert len(yaml.safe_load(eval_results(REAL_MODEL_ENTRY, {**info, "model": forged.replace("\n", breaker)},
-                                               leaderboard.read_manifest(results / REAL_MODEL_ENTRY /
+                                               read_manifest(results / REAL_MODEL_ENTRY /
                                                                          leaderboard.MANIFEST), 1, 256))) == 1
     # the command: a model that is not a Hub id is refused
     info["model"] = forged

@@ -12,6 +12,7 @@ from sokoban_tools.evaluation import leaderboard
 from sokoban_tools.evaluation.hub_benchmark import PLAN_TASK, TASK_IDS, eval_yaml
 from sokoban_tools.layout import CONFIGURATIONS, EVAL_YAML, REAL_MODEL_ENTRY, RESULTS_DIR
 from sokoban_tools.records.boards import HUB_REPO_ID, RELEASE_REVISION
+from sokoban_tools.records.manifest import read_manifest
 from sokoban_tools.records.rows import COLUMN_TYPES
 from unavailable import unavailable
 
@@ -152,7 +153,7 @@ def test_eval_results_of_the_verified_entry_names_the_benchmark_its_score_and_it
     assert set(result) <= RESULT_KEYS and set(result["dataset"]) <= DATASET_KEYS
     report = leaderboard.leaderboard(RESULTS_DIR)
     (entry,) = [row for row in report["entries"] if row["entry"] == REAL_MODEL_ENTRY]
-    manifest = leaderboard.read_manifest(RESULTS_DIR / REAL_MODEL_ENTRY / leaderboard.MANIFEST)
+    manifest = read_manifest(RESULTS_DIR / REAL_MODEL_ENTRY / leaderboard.MANIFEST)
     assert result["dataset"] == {"id": HUB_REPO_ID, "revision": RELEASE_REVISION,
                                  "task_id": TASK_IDS[manifest["settings"]["image_processing.observation"]]}
     assert result["dataset"]["task_id"] not in {task["id"] for task in benchmark["tasks"]}  # the turn, not the plan task

@@ -23,6 +23,7 @@ from sokoban_tools.integrations.served.text_turn import ACTION_LOOKUP, TextTurn,
 from sokoban_tools.integrations.served.turn import Episode
 from sokoban_tools.integrations.served.demo_model import LoopbackServer, Script, read_text_board
 from sokoban_tools.records.manifest import ManifestError, manifest_path, read_manifest
+from sokoban_tools.records.run import OpenRun
 from sokoban_tools.records.tasks import load_validation
 from sokoban_tools.runtime.env import render
 from test_verl_agent_patched_trainer import UPSTREAM, require_upstream
@@ -100,7 +101,8 @@ def test_a_text_run_and_a_visual_run_compare_only_with_the_difference_allowed(tm
     assert manifests["tiny_rgb_array", 0]["settings"]["image_processing.history_length"] == 0
 
     def check(a, b, allowed=()):
-        return compare.check_settings(compare.read_manifests([logs[a]]), compare.read_manifests([logs[b]]), allowed)
+        return compare.check_settings(compare.read_manifests([OpenRun(logs[a])]),
+                                      compare.read_manifests([OpenRun(logs[b])]), allowed)
 
     with pytest.raises(ManifestError, match="image_processing.observation differs"):
         check(("rgb_array", 2), ("tiny_rgb_array", 2))

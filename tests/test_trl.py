@@ -28,6 +28,7 @@ from sokoban_tools.integrations.served.demo_model import answer_text, read_text_
 from sokoban_tools.integrations.served.prompt import TEXT_PROMPT_NO_HISTORY
 from sokoban_tools.records.episodes import read_episodes
 from sokoban_tools.records.manifest import ManifestError, manifest_path, read_manifest
+from sokoban_tools.records.run import OpenRun
 from sokoban_tools.records.rows import DataError
 from sokoban_tools.records.tasks import load_training, load_validation
 from sokoban_tools.rules.board import from_lurd
@@ -283,7 +284,8 @@ def test_the_manifest_names_what_the_run_changed_and_a_quick_look_says_so(tmp_pa
     with TrlRun(tmp_path / "full.jsonl", small()) as other:
         other.validate(ScriptedPolicy(lambda prompt: GARBAGE), 0)
     with pytest.raises(ManifestError, match="action_horizon differs"):
-        compare.check_settings(compare.read_manifests([run.log]), compare.read_manifests([other.log]), ())
+        compare.check_settings(compare.read_manifests([OpenRun(run.log)]),
+                               compare.read_manifests([OpenRun(other.log)]), ())
 
 
 def test_the_grpo_config_plays_the_settings_and_the_schedule_is_verl_agents(tmp_path):
@@ -338,5 +340,6 @@ def test_the_tool_route_plays_the_boards_in_a_chat_logs_its_episodes_and_compare
     with TrlRun(tmp_path / "turns.jsonl", settings) as other:
         other.validate(ScriptedPolicy(lambda prompt: GARBAGE), 0)
     with pytest.raises(ManifestError, match="image_processing.observation differs"):
-        compare.check_settings(compare.read_manifests([run.log]), compare.read_manifests([other.log]), ())
+        compare.check_settings(compare.read_manifests([OpenRun(run.log)]),
+                               compare.read_manifests([OpenRun(other.log)]), ())
     assert read_manifest(manifest_path(run.log))["notes"]["turn"] == TOOL_TURN

@@ -59,7 +59,8 @@ from ..protocol import STRATA
 from ..records.rows import DataError
 from ..records.boards import BoardsNotFound
 from .charts import PlotUnavailable, chart_format, interval_chart, line_chart, require_matplotlib
-from ..records.manifest import SETTING, ManifestError, manifest_path, read_manifest, setting_differences, total_costs
+from ..records.manifest import SETTING, ManifestError, manifest_path, setting_differences, total_costs
+from ..records.run import OpenRun, open_runs
 from .baselines import reference_lines
 from .inputs import check_rows_against_manifests, not_a_log, read_log, refuse_tuning_logs
 from .replay import Verification, verify_rows
@@ -203,11 +204,11 @@ def compare_update(a: list[Group], b: list[Group], boards: BoardSet, resamples: 
             **paired(a_won, b_won, boards.strata, resamples, seed, by_seed), "by_stratum": by_stratum}
 
 
-def read_manifests(paths: list[Path]) -> dict[str, dict]:
-    """The manifest beside each log (path: manifest), refused naming a log without one."""
+def read_manifests(runs: list[OpenRun]) -> dict[str, dict]:
+    """The manifest beside each run's log (path: manifest), refused naming a log without one."""
     manifests = {}
-    for log in dict.fromkeys(paths):
-        path = manifest_path(log)
+    for run in dict.fromkeys(runs):
+        log, path = run.log, run.manifest_path
         if not path.exists() and not path.is_symlink():
             found = not_a_log(log)  # a manifest, a summary given instead of the log has no manifest either
             if found is not None:
@@ -215,7 +216,7 @@ def read_manifests(paths: list[Path]) -> dict[str, dict]:
             raise ManifestError(f"{log}: has no run manifest beside it ({path.name}), so its controlled settings "
                                 f"are unknown; write one (schema in the card), or compare without the settings "
                                 f"check with --no-manifest")
-        manifests[str(path)] = read_manifest(path)
+        manifests[str(path)] = run.required_manifest()
     return manifests
 
 
@@ -254,14 +255,16 @@ def compare(a_paths: list[Path], b_paths: list[Path], method_a: str | None = Non
     first (unless not ``manifests``), then the numbers at every pass both validated (or at
     ``updates``, or at the two passes ``chosen``, A's and B's), each pair of passes checked to be
     one budget within ``tolerance`` (:mod:`.pass_pairing`)."""
-    refuse_tuning_logs([*a_paths, *b_paths], "compare")
+    opened = open_runs([*a_paths, *b_paths])  # each log's manifest read once, for every check below
+    runs_a, runs_b = [opened[Path(path)] for path in a_paths], [opened[Path(path)] for path in b_paths]
+    refuse_tuning_logs([*runs_a, *runs_b], "compare")
     if manifests:
-        manifests_a, manifests_b = read_manifests(a_paths), read_manifests(b_paths)
+        manifests_a, manifests_b = read_manifests(runs_a), read_manifests(runs_b)
         settings = check_settings(manifests_a, manifests_b, allowed, SCHEDULE if chosen is not None else ())
     else:
         manifests_a, manifests_b, settings = {}, {}, {"checked": False}
-    logs_a, logs_b = read_logs(a_paths), read_logs(b_paths)
-    boards = BoardSet.load(validation, [*a_paths, *b_paths])
+    logs_a, logs_b = read_logs(runs_a), read_logs(runs_b)
+    boards = BoardSet.load(validation, [*runs_a, *runs_b])
     check_board_set(logs_a.rows + logs_b.rows, boards)
     a = pick_method(group_rows(logs_a.rows, boards), method_a, "a", a_paths)
     b = pick_method(group_rows(logs_b.rows, boards), method_b, "b", b_paths)

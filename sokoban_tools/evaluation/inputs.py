@@ -17,7 +17,8 @@ from pathlib import Path
 from ..paths import PathError, read_bounded
 from ..records.episodes import EpisodeRecord, read_episodes
 from ..protocol import VALIDATION_SIZE
-from ..records.manifest import FORMAT, NOTES, SUFFIX, TUNING, ManifestError, manifest_path, read_manifest
+from ..records.manifest import FORMAT, NOTES, SUFFIX, TUNING, ManifestError
+from ..records.run import OpenRun
 from ..records.rows import DataError
 
 MANIFEST_FORMAT = FORMAT.rsplit(" ", 1)[0]  # any version of the run manifest
@@ -99,16 +100,6 @@ def not_a_log(path: Path) -> str | None:
             f"each (docs/scoring.md); give the log the run wrote")
 
 
-def _manifest_beside(log: Path) -> dict | None:
-    """The manifest beside ``log``, or ``None`` when there is none or it cannot be read
-    (the commands that need it refuse it themselves)."""
-    path = manifest_path(log)
-    try:
-        return read_manifest(path) if path.is_file() else None
-    except DataError:
-        return None
-
-
 def refuse_tuning_run(manifest: dict | None, log: Path | str, command: str) -> None:
     """Refuse the log of a tuning run (``train --tuning``, its manifest's ``tuning`` entry) to ``command``,
     which reads validation passes as results: its passes played the tuning split, held out of the
@@ -124,16 +115,17 @@ def refuse_tuning_run(manifest: dict | None, log: Path | str, command: str) -> N
         f"--tuning (train --config K) and give {command} that run's log")
 
 
-def refuse_tuning_logs(paths, command: str) -> None:
-    """:func:`refuse_tuning_run` for the log at each of ``paths``, by the manifest beside it."""
-    for path in paths:
-        refuse_tuning_run(_manifest_beside(Path(path)), path, command)
+def refuse_tuning_logs(runs: list[OpenRun], command: str) -> None:
+    """:func:`refuse_tuning_run` for the log of each of ``runs``, by the manifest beside it (one that
+    does not read is left to the checks that need it)."""
+    for run in runs:
+        refuse_tuning_run(run.readable_manifest(), run.log, command)
 
 
-def incomplete_hint(log: Path, played: int, boards: int) -> str:
-    """The fix for a pass of ``log`` holding ``played`` of the ``boards``, for the tool
-    its manifest says wrote it."""
-    manifest = _manifest_beside(log)
+def incomplete_hint(run: OpenRun, played: int, boards: int) -> str:
+    """The fix for a pass of the log of ``run`` holding ``played`` of the ``boards``, for the tool
+    its manifest says wrote it (without a readable manifest, a trainer's)."""
+    manifest = run.readable_manifest()
     notes = manifest.get(NOTES) if manifest is not None else None
     notes = notes if isinstance(notes, dict) else {}
     if str(notes.get("evaluator", "")).startswith(EVALUATE):
@@ -164,18 +156,15 @@ def check_rows_against_manifests(rows: list, required: bool = True) -> None:
     a row of another method than the manifest names (the settings it records, and the schedule
     checked against them, are another run's), or an episode longer than its action horizon.
     Without ``required`` a log with no readable manifest is not checked (``score`` reads such logs)."""
-    manifests: dict[str, dict | None] = {}
     for row in rows:
         log = row.log
-        if log not in manifests:
-            manifests[log] = read_manifest(manifest_path(log)) if required else _manifest_beside(Path(log))
-        manifest = manifests[log]
+        manifest = row.opened.required_manifest() if required else row.opened.readable_manifest()
         if manifest is None:
             continue
         if row.record.method != manifest["method"]:
             raise ManifestError(
                 f"{row.location}: a record of method {row.record.method!r}, but the manifest beside the log "
-                f"({manifest_path(log).name}) is of method {manifest['method']!r}, so the settings and schedule "
+                f"({row.opened.manifest_path.name}) is of method {manifest['method']!r}, so the settings and schedule "
                 f"it records are another run's; put the manifest of the run of {row.record.method!r} beside the "
                 f"log (that run wrote it), or give each method its own log and manifest")
         horizon = manifest["settings"]["action_horizon"]

@@ -64,7 +64,8 @@ from ..protocol import STRATA
 from ..records import strict_json
 from ..records.boards import BoardsNotFound
 from ..records.episodes import MOVE_LETTERS, read_episodes
-from ..records.manifest import SETTING, manifest_path, read_manifest
+from ..records.manifest import SETTING, manifest_path
+from ..records.run import OpenRun
 from ..records.rows import DataError
 from .hub_benchmark import EVAL_RESULTS_FOLDER, TASK_IDS, eval_results, eval_results_name
 from .inputs import check_rows_against_manifests, incomplete_hint, refuse_tuning_logs, refuse_tuning_run
@@ -224,9 +225,10 @@ def load_entry(folder: Path, boards: BoardSet, name: str | None = None, submitte
     if problem:
         raise EntryRefused(problem)
     info = _checked_info(folder / ENTRY)
-    manifest = read_manifest(folder / MANIFEST)  # its format, and the published boards' digests
+    opened = OpenRun(folder / LOG)  # its manifest read once: checked, compared and digested
+    manifest = opened.required_manifest()  # its format, and the published boards' digests
     refuse_tuning_run(manifest, folder / LOG, "the leaderboard")
-    logs = read_logs([folder / LOG])
+    logs = read_logs([opened])
     if logs.training_rows:
         raise EntryRefused(f"{folder / LOG}: holds {logs.training_rows} training rows; an entry is one validation "
                            f"pass")
@@ -237,8 +239,8 @@ def load_entry(folder: Path, boards: BoardSet, name: str | None = None, submitte
         raise EntryRefused(f"{folder / MANIFEST}: setting {key} is {json.dumps(manifest['settings'][key])}, but "
                            f"the entry was submitted with {json.dumps(info['settings'][key])}"
                            + (f" ({len(changed) - 1} more changed)" if len(changed) > 1 else ""))
-    for file in (LOG, MANIFEST):
-        found = sha256_bytes((folder / file).read_bytes())
+    for file, data in ((LOG, (folder / LOG).read_bytes()), (MANIFEST, opened.manifest_bytes)):
+        found = sha256_bytes(data)
         if found != info["sha256"][file]:
             raise EntryRefused(f"{folder / file}: changed since it was submitted (SHA-256 {found[:12]}…, "
                                f"{ENTRY} records {info['sha256'][file][:12]}…)")
@@ -247,12 +249,12 @@ def load_entry(folder: Path, boards: BoardSet, name: str | None = None, submitte
                  episodes_digest(row.record for row in logs.rows), len(moves), moves.count(NO_MOVE))
 
 
-def _record_removed(log: Path, played: int, boards: int) -> str:
+def _record_removed(run: OpenRun, played: int, boards: int) -> str:
     """The fix for an entry whose pass misses a board: ``--add`` took it only complete, so a
     record was removed from the entry's log since, which no rerun of the run would mend."""
     return (f"the pass was complete when the entry was added (--add refuses any other), so "
-            f"{'its record was' if boards - played == 1 else 'their records were'} removed from {log} since: "
-            f"restore the file as it was submitted (git checkout -- {log}), or add the entry again from the "
+            f"{'its record was' if boards - played == 1 else 'their records were'} removed from {run.log} since: "
+            f"restore the file as it was submitted (git checkout -- {run.log}), or add the entry again from the "
             f"run's own log with leaderboard --add")
 
 
@@ -407,10 +409,11 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _chosen_pass(log: Path, run: str | None, update: int | None) -> Logs:
-    """The rows of ``log``'s one validation pass (chosen by ``run`` and ``update`` when it holds
-    several), each named by its line in ``log``."""
-    rows = read_logs([log]).rows
+def _chosen_pass(opened: OpenRun, run: str | None, update: int | None) -> Logs:
+    """The rows of the log of ``opened``'s one validation pass (chosen by ``run`` and ``update`` when it
+    holds several), each named by its line in the log."""
+    log = opened.log
+    rows = read_logs([opened]).rows
     keys = sorted({(row.record.method, row.record.run, row.record.update) for row in rows})
     chosen = [key for key in keys if (run is None or key[1] == run) and (update is None or key[2] == update)]
     if len(chosen) != 1:
@@ -431,11 +434,11 @@ def add_entry(results: Path, name: str, log: Path, model: str, submitted_by: str
     folder = results / name
     if folder.exists() or folder.is_symlink():
         raise DataError(f"{folder}: exists already; choose another name")
-    refuse_tuning_logs([log], "leaderboard --add")
-    chosen = _chosen_pass(log, run, update)
-    manifest_bytes = read_bounded(manifest_path(log), 1 << 20, "run manifest")
-    read_manifest(manifest_path(log))
-    boards = BoardSet.load(validation, [log])
+    opened = OpenRun(log)
+    refuse_tuning_logs([opened], "leaderboard --add")
+    chosen = _chosen_pass(opened, run, update)
+    manifest_bytes = opened.manifest_bytes  # read once, and checked
+    boards = BoardSet.load(validation, [opened])
     check_pass(chosen, boards)  # first on the user's log, so a refusal names its file and line
     records = [row.record for row in chosen.rows]
     lines = "".join(record.to_line() + "\n" for record in records).encode("utf-8")

@@ -31,7 +31,8 @@ from typing import Iterable, Mapping
 
 from ..protocol import DEFAULT_MAX_STEPS, STEP_PENALTY
 from ..records.episodes import EpisodeRecord, actions_of, read_episodes
-from ..records.manifest import environment_settings, manifest_path, read_manifest
+from ..records.manifest import environment_settings
+from ..records.run import OpenRun
 from ..records.rows import DataError
 from ..records.tasks import load_training, load_validation
 from ..rules.board import Board
@@ -142,19 +143,18 @@ class Verification:
         return text + "."
 
 
-def log_rules(log: Path | str) -> tuple[int, bool]:
+def log_rules(run: OpenRun) -> tuple[int, bool]:
     """The action horizon a log's episodes were played with, and whether their returns are the
-    runtime's rewards, from the manifest beside the log (without one: the runtime's defaults)."""
-    path = manifest_path(log)
-    if not path.is_file():
+    runtime's rewards, from the manifest of its ``run`` (without one: the runtime's defaults)."""
+    manifest = run.manifest()
+    if manifest is None:
         return DEFAULT_MAX_STEPS, True
-    manifest = read_manifest(path)
     return manifest["settings"]["action_horizon"] or DEFAULT_MAX_STEPS, rewards_replayable(manifest)
 
 
 def verify_rows(rows: Iterable, boards: Mapping[str, Board]) -> Verification:
-    """Replay every record of ``rows`` (objects with ``location``, ``file:line``, and ``record``)
-    that holds moves, each under the rules of its log's manifest (:func:`log_rules`); a
+    """Replay every record of ``rows`` (objects with ``location``, ``file:line``, ``opened``, its
+    run, and ``record``) that holds moves, each under the rules of its log's manifest (:func:`log_rules`); a
     :class:`DataError` naming the first record the replay contradicts."""
     rules: dict[str, tuple[int, bool]] = {}
     verified = unverified = 0
@@ -165,7 +165,7 @@ def verify_rows(rows: Iterable, boards: Mapping[str, Board]) -> Verification:
             continue
         log = row.log
         if log not in rules:
-            rules[log] = log_rules(log)
+            rules[log] = log_rules(row.opened)
         horizon, check_return = rules[log]
         if record.task_id not in boards:
             raise DataError(f"{row.location}: board {record.task_id!r} is not a stored board, so its moves "
@@ -187,4 +187,5 @@ def verify_log(log: Path | str, validation: Path | str | None = None, train: Pat
     boards = {row.task_id: row.board for row in load_validation(*([validation] if validation else []))}
     if any(record.phase == "training" for record in records):
         boards.update((row.task_id, row.board) for row in load_training(*([train] if train else [])))
-    return verify_rows([LoggedRow(str(log), line, record) for line, record in enumerate(records, start=1)], boards)
+    run = OpenRun(log)
+    return verify_rows([LoggedRow(run, line, record) for line, record in enumerate(records, start=1)], boards)

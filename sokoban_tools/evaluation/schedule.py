@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..records.episodes import side_files
-from ..records.manifest import manifest_path, read_manifest
+from ..records.run import OpenRun
 
 _RESUMED = re.compile(r"resume-from-(\d+)")
 NO_MANIFEST = "no run manifest beside the log"
@@ -25,9 +24,9 @@ NO_SCHEDULE = ("its run manifest declares none (evaluation.before_training and e
                "so every pass is scored as logged")
 
 
-def history(log: Path) -> dict:
-    """The resumes (updates, in order), restarts and torn lines the side files of ``log`` record."""
-    reasons = [reason for _, _, reason in side_files(log)]
+def history(run: OpenRun) -> dict:
+    """The resumes (updates, in order), restarts and torn lines the side files of ``run``'s log record."""
+    reasons = [reason for _, _, reason in run.side_files]
     return {"resumed_from": [int(m.group(1)) for m in map(_RESUMED.fullmatch, reasons) if m],
             "restarts": reasons.count("restart"), "torn_lines_set_aside": reasons.count("torn-line")}
 
@@ -57,15 +56,14 @@ def expected_passes(settings: dict, reached: int, resumed_from: list[int]) -> tu
     return required, allowed
 
 
-def check_schedule(log: Path, runs: dict[tuple[str, str], tuple[set[int], int | None]]) -> list[dict]:
-    """Per (method, run) of ``log``: its validation updates, those missing from or not on the
+def check_schedule(opened: OpenRun, runs: dict[tuple[str, str], tuple[set[int], int | None]]) -> list[dict]:
+    """Per (method, run) of the log ``opened``: its validation updates, those missing from or not on the
     schedule of the manifest beside it (``checked`` false, and ``unchecked`` saying why, without
     one or where it declares no schedule), and its history."""
-    path = manifest_path(log)
-    manifest = read_manifest(path) if path.is_file() else None
+    log, manifest = opened.log, opened.manifest()
     unchecked = (NO_MANIFEST if manifest is None else
                  None if declares_schedule(manifest["settings"]) else NO_SCHEDULE)
-    past = history(log)
+    past = history(opened)
     report = []
     for (method, run), (validated, trained) in sorted(runs.items()):
         entry = {"log": str(log), "method": method, "run": run, "validated": sorted(validated),

@@ -37,6 +37,7 @@ from ..paths import PathError
 from ..protocol import STRATA
 from ..records.rows import DataError
 from ..records.boards import BoardsNotFound
+from ..records.run import open_runs
 from .baselines import reference_lines
 from .inputs import check_rows_against_manifests, refuse_tuning_logs
 from .replay import Verification, log_rules, verify_rows
@@ -49,13 +50,15 @@ from .stats import SUCCESS_INTERVAL
 def score(paths: list[Path], validation: Path | None = None, verify: bool = False) -> dict:
     """Every pass in the logs at ``paths``, scored against ``evaluation``; with ``verify``,
     every episode replayed first."""
-    refuse_tuning_logs(paths, "score")
-    logs = read_logs(paths)
+    opened = open_runs(paths)  # each log's manifest read once, for every check below
+    runs = [opened[Path(path)] for path in paths]
+    refuse_tuning_logs(runs, "score")
+    logs = read_logs(runs)
     check_rows_against_manifests(logs.rows, required=False)
-    boards = BoardSet.load(validation, paths)
+    boards = BoardSet.load(validation, runs)
     check_board_set(logs.rows, boards)
     complete, in_progress = passes(logs.rows, boards, logs.runs)
-    runtime_rewards = {str(path): log_rules(path)[1] for path in paths}
+    runtime_rewards = {str(run.log): log_rules(run)[1] for run in runs}
     groups = [{**score_group(group, boards), "runtime_rewards": all(runtime_rewards[log] for log in group.logs)}
               for group in complete]
     verification = verify_rows(logs.rows, boards.by_id).as_dict() if verify else None
@@ -69,7 +72,7 @@ def score(paths: list[Path], validation: Path | None = None, verify: bool = Fals
         "in_progress": [{"method": p.method, "run": p.run, "update": p.update, "log": p.log, "boards_logged": p.played,
                          "boards": p.boards, "writer": p.holder} for p in in_progress],
         "baselines": reference_lines(list(boards.rows)),
-        "schedule": [entry for path in paths for entry in check_schedule(path, logs.runs[path])],
+        "schedule": [entry for run in runs for entry in check_schedule(run, logs.runs[run.log])],
         "verification": verification,
     }
 

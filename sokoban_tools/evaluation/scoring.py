@@ -26,7 +26,8 @@ from ..records.rows import BoardRow, DataError
 from ..rules.board import Board
 from ..records.episodes import EpisodeRecord, log_holder
 from ..records.boards import board_file, board_file_from
-from ..records.manifest import BOARDS, manifest_path, read_manifest
+from ..records.manifest import BOARDS
+from ..records.run import OpenRun
 from ..records.tasks import load_validation
 from .inputs import incomplete_hint, read_log
 from .stats import success_interval
@@ -54,8 +55,8 @@ class BoardSet:
         return {row.task_id: row.board for row in self.rows}
 
     @classmethod
-    def load(cls, path: Path | str | None = None, logs: list[Path] = ()) -> "BoardSet":
-        """Read ``path``; by default from where the first of ``logs`` with a run manifest
+    def load(cls, path: Path | str | None = None, logs: list[OpenRun] = ()) -> "BoardSet":
+        """Read ``path``; by default from where the first of the runs ``logs`` with a run manifest
         recording it read its boards (a folder, or a Hub revision tried in the local cache
         first), else the clone's, else the pinned release's from the Hub (see
         :func:`sokoban_tools.records.boards.board_file`); refused unless it is the published
@@ -68,24 +69,28 @@ class BoardSet:
                    lengths, np.array([stratum_of(int(n)) for n in lengths]), tuple(rows))
 
 
-def _recorded_board_file(logs: list[Path]) -> Path | None:
+def _recorded_board_file(logs: list[OpenRun]) -> Path | None:
     """The evaluation file where the first log's manifest says its run read the boards."""
     for log in logs:
-        path = manifest_path(log)
-        if path.is_file():
-            boards = read_manifest(path).get(BOARDS)
-            if boards is not None:
-                return board_file_from(VALIDATION_DATA, boards)
+        manifest = log.manifest()
+        if manifest is not None and manifest.get(BOARDS) is not None:
+            return board_file_from(VALIDATION_DATA, manifest[BOARDS])
     return None
 
 
 @dataclass(frozen=True)
 class LoggedRow:
-    """A row of a log and where it is: the log's path and the line."""
+    """A row of a log and where it is: the run whose log holds it (opened once for every reader
+    of its rows) and the line."""
 
-    log: str
+    opened: OpenRun
     line: int
     record: EpisodeRecord
+
+    @property
+    def log(self) -> str:
+        """The log's path, as its user named it."""
+        return str(self.opened.log)
 
     @property
     def location(self) -> str:
@@ -116,11 +121,13 @@ class Logs:
     runs: dict[Path, dict[tuple[str, str], tuple[set[int], int | None]]]
 
 
-def read_logs(paths: list[Path]) -> Logs:
-    """Every row of the logs, checked line by line; validation rows kept. An empty
-    log, or logs without a validation row, are refused naming the files."""
+def read_logs(opened: list[OpenRun]) -> Logs:
+    """Every row of the logs of the runs ``opened``, checked line by line; validation rows kept.
+    An empty log, or logs without a validation row, are refused naming the files."""
     rows, training, runs = [], 0, {}
-    for path in paths:
+    paths = [run.log for run in opened]
+    for run in opened:
+        path = run.log
         records = read_log(path)
         if not records:
             raise DataError(f"{path}: is empty, but an episode log holds one JSON line per finished episode; "
@@ -129,7 +136,7 @@ def read_logs(paths: list[Path]) -> Logs:
         for line, record in enumerate(records, start=1):
             validated, trained = runs[path].get((record.method, record.run), (set(), None))
             if record.phase == "validation":
-                rows.append(LoggedRow(str(path), line, record))
+                rows.append(LoggedRow(run, line, record))
                 validated.add(record.update)
             else:
                 training += 1
@@ -186,7 +193,7 @@ def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None,
     ``runs`` (:attr:`Logs.runs`), the passes in progress: an incomplete pass that is its run's last
     validation in its log, with no training row after it. Any other incomplete pass is refused,
     naming the log, the lines the pass holds and the boards it misses, with the fix ``hint``
-    gives (log, boards logged, boards) for the tool that wrote it; and so is a log with nothing
+    gives (the run, boards logged, boards) for the tool that wrote it; and so is a log with nothing
     but passes in progress (nothing to score yet)."""
     position = {task_id: i for i, task_id in enumerate(boards.task_ids)}
     seen: dict[tuple[str, str, int], dict[str, LoggedRow]] = {}
@@ -210,7 +217,7 @@ def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None,
             shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
             refusal = (f"{log}: an incomplete validation pass in {_lines(played.values())}: {_name(key)} misses "
                        f"{len(missing)} of the {len(position)} validation boards ({shown}); "
-                       f"{hint(Path(log), len(played), len(position))}")
+                       f"{hint(first_row.opened, len(played), len(position))}")
             if runs is None or not _last_of_its_run(key, played.values(), runs):
                 raise DataError(refusal)
             in_progress.append(InProgress(*key, log, len(played), len(position), log_holder(log), refusal))

@@ -50,6 +50,9 @@ through. It holds the log's lock for the run: an exclusive ``flock`` on ``.<log>
 beside it, which the kernel drops when the process ends (even by kill -9), so a dead
 writer never blocks the next (a writer that closes removes the file; a dead one's stays). A second process on the same log is refused
 (:class:`LogInUse`, one line naming the log and the holder) before it writes anything.
+The writer also writes or checks the run manifest beside the log once for all its users
+(:meth:`EpisodeWriter.write_manifest`: the 272 environments of a training run read it at most
+once), and adds costs to it without reading it again while the file is the one it last wrote or read.
 Holding the lock, the writer knows that temporary files its log's writes leave
 (``.<log>...tmp``: a side file's, a manifest's, a training checkpoint's) are a dead writer's,
 and removes them, saying so in one line.
@@ -62,6 +65,7 @@ holding the moved lines unchanged (a torn line given its newline).
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import json
 import math
@@ -76,9 +80,10 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..checks import problem
-from ..files import temporary_target, write_atomic
+from ..files import json_document, temporary_target, write_atomic
 from ..paths import read_bounded, unwritable
 from . import strict_json
+from .manifest import check_manifest, keep_manifest, manifest_path, merge_costs, read_manifest, same_run
 from .rows import DataError
 
 EPISODE_KEYS = ("method", "run", "phase", "update", "task_id", "won", "actions", "return", "evaluation_sha256",
@@ -349,6 +354,16 @@ def log_holder(log: Path | str) -> str | None:
     return text
 
 
+def _identity(path: Path) -> tuple | None:
+    """What tells a file from its replacement without reading it: device, inode, size and time
+    (an atomic write renames a new file into place); ``None`` when there is none."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns
+
+
 class EpisodeWriter:
     """The one writer of an episode log in this process (:func:`episode_writer`): it holds
     the log's lock (see the module docstring), and every append and every :func:`set_aside`
@@ -360,6 +375,9 @@ class EpisodeWriter:
         self._fd: int | None = _take_lock(path)
         self._users = 0
         self._unsynced = False  # records appended since the last sync
+        self._manifest: dict | None = None  # the manifest beside the log, as this writer wrote or read it
+        self._manifest_path: Path | None = None  # where, as its user named the log
+        self._manifest_identity: tuple | None = None  # and its file's identity then
         leftovers = _temporaries(path)
         for leftover in leftovers:
             leftover.unlink()
@@ -386,6 +404,59 @@ class EpisodeWriter:
         """:func:`set_aside` on this log."""
         self._check_open()
         return _set_aside(self.path, reason, keep)
+
+    def write_manifest(self, manifest: dict, log: Path | str) -> dict:
+        """Write or check the run manifest beside the log (:func:`~.manifest.keep_manifest`; ``log``:
+        the log as its user named it, for the messages) once for all users of this writer; the
+        manifest now beside the log. Holding the lock, the writer knows the file is still the one
+        it wrote or read while its identity (:func:`_identity`) is: so each environment of a vector
+        stating the same run reads nothing again."""
+        self._check_open()
+        check_manifest(manifest, "the new manifest")
+        known = self._known_manifest()
+        if known is None or not same_run(known, manifest):
+            self._manifest_path = manifest_path(log)
+            self._remember(keep_manifest(log, manifest))
+        return copy.deepcopy(self._manifest)
+
+    @property
+    def manifest(self) -> dict:
+        """The manifest beside the log (a copy), read only if it changed since this writer wrote or read it."""
+        self._check_open()
+        known = self._known_manifest()
+        if known is None:
+            if self._manifest_path is None:
+                raise RuntimeError(f"the writer of {self.path} has no manifest yet; write_manifest first")
+            self._remember(read_manifest(self._manifest_path))
+        return copy.deepcopy(self._manifest)
+
+    def rewrite_manifest(self, manifest: dict) -> None:
+        """Write ``manifest``, the run's (same method and settings) with other notes or costs, over
+        the one beside the log."""
+        if not same_run(self.manifest, manifest):
+            raise ValueError(f"{self._manifest_path}: the writer of {self.path} rewrites only the manifest of "
+                             f"its run, of the same method and settings")
+        check_manifest(manifest, str(self._manifest_path))
+        write_atomic(self._manifest_path, json_document(manifest))
+        self._remember(manifest)
+
+    def add_costs(self, entries) -> dict:
+        """:func:`~.manifest.add_costs` on the manifest beside the log, read only if it changed since
+        this writer wrote or read it; the manifest written."""
+        manifest = merge_costs(self.manifest, entries, str(self._manifest_path))
+        self.rewrite_manifest(manifest)
+        return copy.deepcopy(manifest)
+
+    def _remember(self, manifest: dict) -> None:
+        """Keep (a copy of) ``manifest``, now beside the log, with the file's identity."""
+        self._manifest, self._manifest_identity = copy.deepcopy(manifest), _identity(self._manifest_path)
+
+    def _known_manifest(self) -> dict | None:
+        """The manifest this writer wrote or read, if the file beside the log is still that one
+        (another writer of this process, such as a user's :func:`~.manifest.add_costs`, replaces it)."""
+        if self._manifest is None or _identity(self._manifest_path) != self._manifest_identity:
+            return None
+        return self._manifest
 
     def _check_open(self) -> None:
         if self._fd is None:

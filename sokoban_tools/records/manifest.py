@@ -72,6 +72,7 @@ BOARDS = "boards"
 TUNING = "tuning"  # a tuning run's entry (sokoban_tools.records.tuning_split.tuning_record)
 BOARD_SOURCES = ({"folder"}, {"hub_repo", "hub_revision"})  # the key sets a boards entry may have
 ENVIRONMENT = "the environment"  # the source of settings that sokoban_tools.runtime.env defines
+RUN_KEYS = ("method", "settings")  # what makes two manifests one run's (notes and costs may differ)
 KINDS = {"integer": (int,), "number": (int, float), "boolean": (bool,), "string": (str,)}
 
 
@@ -326,7 +327,16 @@ def check_cost(name, entry, source: str) -> None:
 
 def read_manifest(path: Path | str) -> dict:
     """The checked manifest at ``path``."""
-    data = read_bounded(path, MAX_BYTES, "run manifest")
+    return parse_manifest(read_manifest_bytes(path), path)
+
+
+def read_manifest_bytes(path: Path | str) -> bytes:
+    """The bytes of the manifest file at ``path``, refused when it is no regular file or too large."""
+    return read_bounded(path, MAX_BYTES, "run manifest")
+
+
+def parse_manifest(data: bytes, path: Path | str) -> dict:
+    """The checked manifest that ``data``, read from ``path``, holds."""
     try:
         manifest = strict_json.loads(data.decode("utf-8"))
     except ValueError as err:  # UnicodeDecodeError included
@@ -335,21 +345,33 @@ def read_manifest(path: Path | str) -> dict:
 
 
 def write_manifest(log: Path | str, manifest: dict) -> Path:
+    """Write ``manifest`` beside the episode log ``log`` (:func:`keep_manifest`); its path."""
+    keep_manifest(log, manifest)
+    return manifest_path(log)
+
+
+def keep_manifest(log: Path | str, manifest: dict) -> dict:
     """Write ``manifest`` beside the episode log ``log``, once per run: a manifest
     already there is kept (with its costs) if it records the same method and
     settings, refused if it does not, since the log would mix runs of other settings.
     Beside a log that holds no record yet (a run that stopped before its first), another
-    run's manifest describes nothing and is replaced, so the corrected run can start."""
-    path = manifest_path(log)
+    run's manifest describes nothing and is replaced, so the corrected run can start.
+    Returns the manifest beside the log now, read once: the one kept, or ``manifest``."""
     try:
-        fits = check_fits(log, manifest)
+        kept = _this_runs(log, manifest)
     except ManifestError:
         if os.path.isfile(log) and os.path.getsize(log) > 0:
             raise
-        fits = False  # another run's (or an unreadable) manifest beside no record: it describes nothing
-    if not fits:
-        write_atomic(path, json_document(manifest))
-    return path
+        kept = None  # another run's (or an unreadable) manifest beside no record: it describes nothing
+    if kept is None:
+        write_atomic(manifest_path(log), json_document(manifest))
+        kept = manifest
+    return kept
+
+
+def same_run(a: dict, b: dict) -> bool:
+    """Whether the manifests ``a`` and ``b`` are of one run: the same method and settings."""
+    return all(a[key] == b[key] for key in RUN_KEYS)
 
 
 def check_fits(log: Path | str, manifest: dict, torn_ok: bool = False) -> bool:
@@ -357,28 +379,34 @@ def check_fits(log: Path | str, manifest: dict, torn_ok: bool = False) -> bool:
     settings); :class:`ManifestError` if it is another run's. Writes nothing. With
     ``torn_ok``, a manifest that does not read (half-written) is no run's: False, for a
     caller that sets it aside before writing (the patched trainer at start)."""
+    return _this_runs(log, manifest, torn_ok) is not None
+
+
+def _this_runs(log: Path | str, manifest: dict, torn_ok: bool = False) -> dict | None:
+    """The manifest beside ``log`` when it is ``manifest``'s run, ``None`` when there is none
+    (or, with ``torn_ok``, one that does not read); see :func:`check_fits`."""
     path = manifest_path(log)
     check_manifest(manifest, "the new manifest")
     if not path.exists():
-        return False
+        return None
     try:
         old = read_manifest(path)
     except ManifestError:
         if torn_ok:
-            return False
+            return None
         raise
     if old.get(TUNING) != manifest.get(TUNING):
         kinds = ["a validation run", "a tuning run (train --tuning)"]
         raise ManifestError(f"{path}: holds the manifest of {kinds[TUNING in old]}, and {log} would mix it with "
                             f"{kinds[TUNING in manifest]}, which play different boards; give this run its own "
                             f"episode log")
-    changed = [key for key in ("method", "settings") if old[key] != manifest[key]]
+    changed = [key for key in RUN_KEYS if old[key] != manifest[key]]
     if changed:
         keys = [key for key in SETTING if old["settings"][key] != manifest["settings"][key]]
         raise ManifestError(f"{path}: holds the manifest of a run with another {changed[0]} "
                             f"({', '.join(keys) or old['method']}), and {log} would mix both runs; "
                             f"give this run its own episode log")
-    return True
+    return old
 
 
 WHOLE_STEP = "step"  # verl's timer around a whole training step, which its other timers are parts of

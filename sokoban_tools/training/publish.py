@@ -15,7 +15,8 @@ from pathlib import Path
 from ..files import write_atomic
 from ..paths import unwritable
 from ..records.episodes import iter_episodes
-from ..records.manifest import manifest_path, read_manifest
+from ..records.manifest import manifest_path
+from ..records.run import OpenRun
 from ..records.rows import DataError
 
 
@@ -55,13 +56,13 @@ def publish(log: Path, folder: Path, method: str, seed: int, replace: bool = Fal
     problem = check_destination(log, folder, method, seed, replace)
     if problem:
         raise DataError(problem)
-    manifest = manifest_path(log)
-    if ENV_STEPS_COST not in read_manifest(manifest)["costs"]:
-        raise DataError(f"{manifest}: the run has not reached its budget (no {ENV_STEPS_COST} cost yet); run the "
-                        f"same train command to finish it, then publish")
+    opened = OpenRun(log)  # its manifest read once: checked, then copied as it is
+    if ENV_STEPS_COST not in opened.required_manifest()["costs"]:
+        raise DataError(f"{opened.manifest_path}: the run has not reached its budget (no {ENV_STEPS_COST} cost yet); "
+                        f"run the same train command to finish it, then publish")
     fix = "move the log away and train the run again"
     lines = "".join(record.to_line() + "\n" for record in iter_episodes(log, fix) if record.phase == "validation")
-    manifest_bytes = manifest.read_bytes()
+    manifest_bytes = opened.manifest_bytes
     out = folder / published_name(method, seed)
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(out, lines.encode("utf-8"))

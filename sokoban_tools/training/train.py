@@ -46,8 +46,8 @@ import numpy as np
 
 from ..help_text import Parser
 from ..paths import PathError, os_error_line
-from ..records.episodes import episode_writer
-from ..records.manifest import add_costs, manifest_path, read_manifest
+from ..records.episodes import EpisodeWriter, episode_writer
+from ..records.manifest import manifest_path, read_manifest
 from ..records.rows import DataError
 from ..records.tuning_split import TUNING_SELECTION, TUNING_SIZE
 from .checkpoint import FORMAT, checkpoint_path, load_checkpoint, log_records, save_checkpoint
@@ -237,12 +237,12 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
             save_checkpoint(run, started_cpu)
             started_cpu = time.process_time()
         bar.close()
+        _record_costs(writer, run)
     finally:
         writer.close()
         for env in run.validation:
             env.close()
         run.learner.close()
-    _record_costs(log, run)
     return run.passes
 
 
@@ -251,14 +251,14 @@ def _steps_of(state: dict) -> int:
     return learner.get("num_timesteps", learner.get("env_steps", 0))
 
 
-def _record_costs(log: Path, run: Run) -> None:
-    """The run's costs, once, when it has reached its budget: CPU-seconds and env steps trained."""
+def _record_costs(writer: EpisodeWriter, run: Run) -> None:
+    """The run's costs, once, when it has reached its budget: CPU-seconds and env steps trained, added
+    to the manifest its environments wrote or checked through the log's ``writer``."""
     from ..records.budget import ENV_STEPS_COST, UNIT
 
-    manifest = read_manifest(manifest_path(log))
-    if ENV_STEPS_COST not in manifest["costs"]:
-        add_costs(log, {"cpu_seconds": ("CPU-seconds", run.cpu_seconds),
-                        ENV_STEPS_COST: (UNIT, run.learner.env_steps)})
+    if ENV_STEPS_COST not in writer.manifest["costs"]:
+        writer.add_costs({"cpu_seconds": ("CPU-seconds", run.cpu_seconds),
+                          ENV_STEPS_COST: (UNIT, run.learner.env_steps)})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -88,7 +88,7 @@ from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DEFAULT_MAX_STEPS, DIM_ROOM
 from ...records.boards import load_boards
 from ...records.episodes import episode_writer
-from ...records.manifest import SETTING, environment_settings, new_manifest, write_manifest
+from ...records.manifest import SETTING, environment_settings, new_manifest
 from ...records.rows import BoardRow
 from ...records.tuning_split import tuning_record, tuning_split
 from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
@@ -192,7 +192,7 @@ class SokobanFairnessEnv(gymnasium.Env):
         if self.episode_log is not None:
             manifest = self.manifest(settings or {}, trained)  # refused before the log is touched
             self._writer = episode_writer(self.episode_log)  # the log's lock, shared by a vector's environments
-            write_manifest(self.episode_log, manifest)
+            self._writer.write_manifest(manifest, self.episode_log)  # written or checked by the first of them
 
     def manifest(self, settings: dict, trained: bool = True) -> dict:
         """The run manifest: the environment's settings, then the learner's ``settings``;

@@ -46,7 +46,6 @@ from gymnasium.vector.utils import batch_space
 from ...checks import integer
 from ...protocol import DEFAULT_MAX_STEPS
 from ...records.episodes import EpisodeTally, episode_writer
-from ...records.manifest import write_manifest
 from ...runtime.batch import BoardBatch, BoardTable
 from ...runtime.sampler import TrainingSampler
 from . import threads
@@ -135,7 +134,7 @@ class SokobanFairnessVectorEnv(gymnasium.vector.VectorEnv):
             manifest = single.manifest(settings or {}, trained)  # refused before the log is touched
             self._writer = episode_writer(episode_log)
             self.episode_log = self._writer.path
-            write_manifest(episode_log, manifest)
+            self._writer.write_manifest(manifest, episode_log)  # once for the train and validation vectors
 
     # -- the learner's progress
 

@@ -43,11 +43,11 @@ from ...paths import PathError, error_text, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, episode_writer, moves_of
-from ...records.manifest import NOTES, add_costs, read_manifest, write_manifest
+from ...records.manifest import NOTES, read_manifest
 from ...records.rows import DataError
 from ...runtime.projection import project_answer
 from ..served.client import Decoding, public_url
-from ..served.evaluate import LAUNCHER, manifest_for, next_step
+from ..served.evaluate import LAUNCHER, Played, manifest_for, next_step
 from . import EPISODE_KEY, REGISTERED_TASK, TASK, TASK_FORMAT
 
 PROG = "python -m sokoban_tools inspect-log"
@@ -239,12 +239,14 @@ def manifest_of(path: Path, log, options, method: str, records: list[EpisodeReco
     provider, name = served_model(spec.model)
     task_args = spec.task_args or {}
     decoding = decoding_of(path, log)
-    played = argparse.Namespace(
-        model=name, revision=options.revision, method=method, seed=int(task_args.get("seed", 0)),
-        mode=task_args.get("mode", "rgb_array"), history_length=int(task_args.get("history_length",
-                                                                                  LAUNCHER["history_length"])),
+    played = Played(
+        mode=task_args.get("mode", "rgb_array"),
+        history_length=int(task_args.get("history_length", LAUNCHER["history_length"])),
+        max_steps=DEFAULT_MAX_STEPS,
         max_prompt_length=int(task_args.get("max_prompt_length", LAUNCHER["max_prompt_length"])),
-        max_steps=DEFAULT_MAX_STEPS, settings_from=options.settings_from, base_url="")
+        model=name, revision=options.revision, method=method, seed=int(task_args.get("seed", 0)),
+        settings_from=options.settings_from,
+        trained=None if options.settings_from is None else read_manifest(options.settings_from))
     manifest = manifest_for(played, decoding, options.server_kind or provider, len(records))
     notes = manifest[NOTES]
     version = spec.packages.get("inspect_ai", "unknown")
@@ -288,14 +290,12 @@ def convert(options) -> tuple[list[EpisodeRecord], dict]:
     method = options.method or name
     records = episodes(path, log, rows, sha256, method, options.run)
     manifest = manifest_of(path, log, options, method, records)
-    if options.settings_from is not None:
-        read_manifest(options.settings_from)
     with episode_writer(options.log) as writer:
         if options.log.exists() and options.log.stat().st_size:
             raise Refused(f"{options.log}: exists and holds records; give a new --log (a converted log is one pass)")
-        write_manifest(options.log, manifest)
+        writer.write_manifest(manifest, options.log)
         writer.append(records)
-        manifest = add_costs(options.log, costs_of(log, records))
+        manifest = writer.add_costs(costs_of(log, records))
     return records, manifest
 
 

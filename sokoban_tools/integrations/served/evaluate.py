@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -43,9 +44,8 @@ from ...paths import PathError, error_text, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, EpisodeWriter, episode_writer, read_episodes
-from ...files import json_document, write_atomic
-from ...records.manifest import (NOTES, SETTING, ManifestError, add_costs, environment_settings, manifest_path,
-                                 new_manifest, read_manifest, write_manifest)
+from ...records.manifest import (NOTES, SETTING, ManifestError, environment_settings, manifest_path, new_manifest,
+                                 read_manifest)
 from ...records.rows import BoardRow, DataError
 from .client import Decoding, ServedModel, Stop, public_url, without_credentials
 from .prompt import TEXT_PROMPT_NO_HISTORY_SHA256, TEXT_PROMPT_SHA256, UPSTREAM_COMMIT, VISUAL_PROMPT_SHA256
@@ -162,21 +162,46 @@ def api_key(args) -> str:
     return key or "EMPTY"
 
 
-def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dict:
+@dataclass(frozen=True)
+class Played:
+    """What an evaluation played, as its manifest records it: ``evaluate``'s options, or those of
+    another evaluator that plays the same episode (``inspect-log``'s task, a TRL run's validation,
+    which names the turn only). ``trained``: the manifest of the run the weights come from
+    (``--settings-from``, read once), ``None`` without one."""
+
+    mode: str
+    history_length: int
+    max_steps: int
+    max_prompt_length: int
+    model: str | None = None
+    revision: str | None = None
+    method: str | None = None
+    seed: int = 0
+    base_url: str = ""
+    settings_from: Path | None = None
+    trained: dict | None = None
+
+    @classmethod
+    def of(cls, args, trained: dict | None) -> "Played":
+        """What ``evaluate``'s parsed options ``args`` play, with ``trained`` read from ``--settings-from``."""
+        return cls(args.mode, args.history_length, args.max_steps, args.max_prompt_length, args.model,
+                   args.revision, args.method, args.seed, args.base_url, args.settings_from, trained)
+
+
+def manifest_for(played: Played, decoding: Decoding, server_kind: str, boards: int) -> dict:
     """The run manifest of this evaluation (see the module docstring and ``--settings-from``)."""
-    trained = None
+    trained = played.trained
     settings = {key: None for key in SETTING}
-    if args.settings_from is not None:
-        trained = read_manifest(args.settings_from)
+    if trained is not None:
         settings.update((key, value) for key, value in trained["settings"].items() if key not in PLAYED)
     settings.update(environment_settings())
     settings.update({
-        "initial_weights.model": args.model,
-        "initial_weights.revision": args.revision,
-        "image_processing.observation": args.mode,
-        "image_processing.max_prompt_length": args.max_prompt_length,
-        "image_processing.history_length": args.history_length,
-        "action_horizon": args.max_steps,
+        "initial_weights.model": played.model,
+        "initial_weights.revision": played.revision,
+        "image_processing.observation": played.mode,
+        "image_processing.max_prompt_length": played.max_prompt_length,
+        "image_processing.history_length": played.history_length,
+        "action_horizon": played.max_steps,
         "decoding.validation.temperature": 0.0 if not decoding.do_sample else float(decoding.temperature),
         "decoding.validation.top_p": float(decoding.top_p),
         "decoding.validation.top_k": decoding.top_k,
@@ -185,43 +210,44 @@ def manifest_for(args, decoding: Decoding, server_kind: str, boards: int) -> dic
         "decoding.validation.n": 1,
     })
     subset = boards < VALIDATION_SIZE
-    differences = off_protocol(args, decoding)
+    differences = off_protocol(played, decoding)
     notes = {
         "evaluator": "python -m sokoban_tools evaluate: verl-agent's validation episode against a served model",
         "server_kind": server_kind,
-        "base_url": public_url(args.base_url),
+        "base_url": public_url(played.base_url),
         "boards": (f"the first {boards} of the {VALIDATION_SIZE} validation boards: a quick look, NOT the protocol"
                    if subset else f"all {VALIDATION_SIZE} validation boards (the protocol)"),
         "protocol_settings": ("verl-agent's validation settings" if not differences else
                               "NOT verl-agent's validation settings: " + "; ".join(differences)),
-        **turn_notes(args),
-        "request_seed": f"seed {args.seed}: each request's seed is the first 31 bits of "
-                        f"SHA-256('{args.seed}/<task_id>/<turn>')",
-        "settings_from": str(args.settings_from) if args.settings_from is not None else None,
+        **turn_notes(played),
+        "request_seed": f"seed {played.seed}: each request's seed is the first 31 bits of "
+                        f"SHA-256('{played.seed}/<task_id>/<turn>')",
+        "settings_from": str(played.settings_from) if played.settings_from is not None else None,
     }
     train_digest = trained["data_sha256"].get(TRAIN_DATA) if trained is not None else None
-    return new_manifest(args.method, settings, notes, trained=train_digest is not None)
+    return new_manifest(played.method, settings, notes, trained=train_digest is not None)
 
 
-def off_protocol(args, decoding: Decoding) -> list[str]:
+def off_protocol(played: Played, decoding: Decoding) -> list[str]:
     """Each played setting that is not verl-agent's validation one, with the launcher's value:
     what the manifest says plainly when a run was cut to fit a slow server or a budget."""
-    played = {"env.max_steps": (args.max_steps, DEFAULT_MAX_STEPS),
-              "data.max_response_length": (decoding.max_tokens, LAUNCHER["response_length"]),
-              "data.max_prompt_length": (args.max_prompt_length, LAUNCHER["max_prompt_length"]),
-              "val_kwargs.do_sample": (decoding.do_sample, LAUNCHER["do_sample"])}
+    compared = {"env.max_steps": (played.max_steps, DEFAULT_MAX_STEPS),
+                "data.max_response_length": (decoding.max_tokens, LAUNCHER["response_length"]),
+                "data.max_prompt_length": (played.max_prompt_length, LAUNCHER["max_prompt_length"]),
+                "val_kwargs.do_sample": (decoding.do_sample, LAUNCHER["do_sample"])}
     if decoding.do_sample:
-        played.update({"val_kwargs.temperature": (decoding.temperature, LAUNCHER["temperature"]),
-                       "val_kwargs.top_p": (decoding.top_p, LAUNCHER["top_p"]),
-                       "val_kwargs.top_k": (decoding.top_k, LAUNCHER["top_k"])})
-    if args.mode != VISUAL_MODE:  # a visual prompt shows no history whatever env.history_length is
-        played["env.history_length"] = (args.history_length, LAUNCHER["history_length"])
-    return [f"{key} {value} (verl-agent: {default})" for key, (value, default) in played.items() if value != default]
+        compared.update({"val_kwargs.temperature": (decoding.temperature, LAUNCHER["temperature"]),
+                         "val_kwargs.top_p": (decoding.top_p, LAUNCHER["top_p"]),
+                         "val_kwargs.top_k": (decoding.top_k, LAUNCHER["top_k"])})
+    if played.mode != VISUAL_MODE:  # a visual prompt shows no history whatever env.history_length is
+        compared["env.history_length"] = (played.history_length, LAUNCHER["history_length"])
+    return [f"{key} {value} (verl-agent: {default})" for key, (value, default) in compared.items()
+            if value != default]
 
 
-def turn_notes(args) -> dict:
+def turn_notes(played: Played) -> dict:
     """What the manifest says of the turn: the prompt's source and digest, and the image or history."""
-    if args.mode == VISUAL_MODE:
+    if played.mode == VISUAL_MODE:
         return {
             "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_VISUAL_TEMPLATE (sha256 {VISUAL_PROMPT_SHA256}), "
                       f"one user message per turn, the image in place of <image>",
@@ -233,15 +259,15 @@ def turn_notes(args) -> dict:
         "prompt": f"verl-agent {UPSTREAM_COMMIT[:12]} SOKOBAN_TEMPLATE_NO_HIS (sha256 {TEXT_PROMPT_NO_HISTORY_SHA256}) "
                   f"on the first turn, then SOKOBAN_TEMPLATE (sha256 {TEXT_PROMPT_SHA256}), one user message of "
                   f"plain text per turn with the board's tiny_rgb_array grid",
-        "history_length": (f"{args.history_length}: SimpleMemory.fetch's last {args.history_length} grids and "
-                           f"actions in every prompt after the first" if args.history_length > 0 else
+        "history_length": (f"{played.history_length}: SimpleMemory.fetch's last {played.history_length} grids and "
+                           f"actions in every prompt after the first" if played.history_length > 0 else
                            "0: every prompt is SOKOBAN_TEMPLATE_NO_HIS, no history"),
     }
 
 
-def record_manifest(log: Path, manifest: dict, resuming: bool, seed: int) -> None:
-    """Write the manifest beside ``log``, or keep the one there (same method and settings,
-    its costs) with the notes of this run: the board set, the server's URL may change on
+def record_manifest(writer: EpisodeWriter, log: Path, manifest: dict, resuming: bool, seed: int) -> None:
+    """Write the manifest beside ``log`` through its ``writer``, or keep the one there (same method
+    and settings, its costs) with the notes of this run: the board set, the server's URL may change on
     ``--resume``; the request seed may not (``resuming``: the log holds this evaluation's
     boards, whose requests were seeded by the seed the manifest notes; ``seed`` is this run's)."""
     path = manifest_path(log)
@@ -252,11 +278,10 @@ def record_manifest(log: Path, manifest: dict, resuming: bool, seed: int) -> Non
                        f"{path.name}), not --seed {seed}: "
                        f"resuming would mix request seeds in one pass; resume with the first run's --seed, or "
                        f"give this evaluation another --run")
-    path = write_manifest(log, manifest)
-    kept = read_manifest(path)
+    kept = writer.write_manifest(manifest, log)
     if kept.get(NOTES) != manifest[NOTES]:
         kept[NOTES] = manifest[NOTES]
-        write_atomic(path, json_document(kept))
+        writer.rewrite_manifest(kept)
 
 
 def finished_boards(writer: EpisodeWriter, args, rows: list[BoardRow], sha256: str) -> dict[str, EpisodeRecord]:
@@ -382,7 +407,7 @@ class Evaluation:
         entries["wall_time"] = ("seconds", round(seconds, 3))
         for name, (_, value) in entries.items():
             self.spent[name] = self.spent.get(name, 0) + value
-        add_costs(self.args.log, entries)
+        self.writer.add_costs(entries)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -407,13 +432,13 @@ def evaluate(args, writer: EpisodeWriter) -> int:
         rows, sha256 = load_boards(VALIDATION_DATA, args.dataset_dir, args.hub_revision)
         rows = rows[:args.boards] if args.boards is not None else rows
         held = finished_boards(writer, args, rows, sha256)
-        if args.settings_from is not None:
-            read_manifest(args.settings_from)  # refused now, before the server is asked anything
+        # --settings-from is read once, and refused now, before the server is asked anything
+        played = Played.of(args, None if args.settings_from is None else read_manifest(args.settings_from))
         model = ServedModel(args.base_url, args.model, api_key(args), decoding, timeout=args.timeout,
                             retries=args.retries, backoff=args.backoff)
         server_kind = args.server_kind or model.check() or "openai-compatible"
-        record_manifest(args.log, manifest_for(args, decoding, server_kind, len(rows)), resuming=bool(held),
-                        seed=args.seed)
+        record_manifest(writer, args.log, manifest_for(played, decoding, server_kind, len(rows)),
+                        resuming=bool(held), seed=args.seed)
     except (Stop, DataError, ChecksumError, PathError, BoardsNotFound, OSError) as err:
         print(f"error: {without_credentials(error_text(err))}", file=sys.stderr)
         return 1
@@ -440,7 +465,7 @@ def evaluate(args, writer: EpisodeWriter) -> int:
           f"({spent['retried_requests']:,} retried), {spent['prompt_tokens']:,} prompt and "
           f"{spent['completion_tokens']:,} completion tokens, {evaluation.wall:.1f} s; log {args.log}")
     print(next_step(len(rows), args.log))
-    differences = off_protocol(args, decoding)
+    differences = off_protocol(played, decoding)
     if differences:
         print(f"note: not verl-agent's validation settings: {'; '.join(differences)} (the manifest says so)")
     return 0

@@ -21,15 +21,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
 from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import board_source, load_boards
 from ...records.episodes import EpisodeRecord, episode_writer
-from ...records.manifest import SETTING, add_costs, environment_settings, new_manifest, write_manifest
+from ...records.manifest import SETTING, environment_settings, new_manifest
 from ..served.client import Decoding
-from ..served.evaluate import LAUNCHER, off_protocol, turn_notes
+from ..served.evaluate import LAUNCHER, Played, off_protocol, turn_notes
 from ..served.text_turn import TEXT_MODE
 from ..served.turn import Episode
 from .policy import Policy, play
@@ -81,10 +80,10 @@ class RunSettings:
         """Training samples a board gives an update: GRPOConfig's ``num_generations``."""
         return self.group_size * self.horizon
 
-    def played(self) -> SimpleNamespace:
-        """The settings as ``evaluate``'s options name them, for the notes it writes too."""
-        return SimpleNamespace(mode=TEXT_MODE, history_length=self.history_length, max_steps=self.horizon,
-                               max_prompt_length=self.max_prompt_length)
+    def played(self) -> Played:
+        """The turn as ``evaluate`` records it, for the notes it writes too."""
+        return Played(mode=TEXT_MODE, history_length=self.history_length, max_steps=self.horizon,
+                      max_prompt_length=self.max_prompt_length)
 
 
 def grpo_config(settings: RunSettings, output_dir: str | Path, micro_batches: int = 1, **overrides):
@@ -172,9 +171,9 @@ class TrlRun:
             if self.log.exists() and self.log.stat().st_size:
                 raise ValueError(f"{self.log} already holds episodes: a TRL run starts a log of its own (it does not "
                                  f"resume); give another log")
-            write_manifest(self.log, new_manifest(self.method, manifest_settings(self.settings, self.observation),
-                                                  self.notes(), boards=board_source(self.dataset_dir,
-                                                                                    self.hub_revision)))
+            self.writer.write_manifest(new_manifest(self.method, manifest_settings(self.settings, self.observation),
+                                                    self.notes(), boards=board_source(self.dataset_dir,
+                                                                                      self.hub_revision)), self.log)
         except BaseException:
             self.writer.close()
             raise
@@ -221,7 +220,7 @@ class TrlRun:
         return records
 
     def add_costs(self, entries: dict) -> None:
-        add_costs(self.log, entries)
+        self.writer.add_costs(entries)  # to the manifest the writer wrote, not read again
 
     def close(self) -> None:
         self.writer.close()

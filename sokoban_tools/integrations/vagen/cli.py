@@ -25,7 +25,6 @@ from ...paths import error_text
 from ...protocol import VALIDATION_SIZE
 from ...records import strict_json
 from ...records.episodes import episode_writer, read_episodes
-from ...records.manifest import write_manifest
 from ...records.rows import DataError
 from . import EVAL_CONFIG, register
 from ..served.client import public_url
@@ -162,7 +161,7 @@ def _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer
     tag_dir = dump_dir / f"tag_{spec['tag_id']}"
     claim_dump(tag_dir, cfg, backend, args.action == "evaluate")
     if args.action == "evaluate":
-        write_manifest(args.episode_log, manifest)  # a mismatch is refused before VAGEN's long run, as a trainer's
+        writer.write_manifest(manifest, args.episode_log)  # a mismatch refused before VAGEN's long run, as a trainer's
         saved, sys.argv = sys.argv, ["vagen.evaluate.run_eval", "--config", str(args.config), *args.overrides]
         try:
             with quietly(printed, args.verbose, progress="VAGEN episodes"):
@@ -182,6 +181,6 @@ def _log_evaluation(args, cfg, spec, backend, method, manifest, dump_dir, writer
         raise DataError(f"{tag_dir}: holds {len(records)} of the {VALIDATION_SIZE} validation boards; "
                         f"evaluate them all (n_envs: {VALIDATION_SIZE} with the shipped seed_list)")
     if args.action == "log":
-        write_manifest(args.episode_log, manifest)  # only once the dump has passed every check
+        writer.write_manifest(manifest, args.episode_log)  # only once the dump has passed every check
     writer.append(records)
     return records

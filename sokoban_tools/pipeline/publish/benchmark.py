@@ -39,6 +39,7 @@ from ...records.rows import read_rows
 from ...rules.board import Board, from_lurd, play
 from ...rules.solver import shortest_solution
 from ...records.episodes import EpisodeRecord, episode_writer
+from ...records.run import OpenRun
 from .. import baselines
 from ..artifacts import default_workers
 from ..generate import pools
@@ -251,7 +252,7 @@ def scoring_figures() -> list[tuple[str, str, str, str]]:
         score_s = _cpu_seconds(lambda: score.score([log]))
     baselines_s = _cpu_seconds(baselines.build)
     entry = RESULTS_DIR / "random-policy" / LOG  # a whole pass of a random policy: mostly 15 moves each
-    replayed, boards = read_logs([entry]).rows, BoardSet.load(validation).by_id
+    replayed, boards = read_logs([OpenRun(entry)]).rows, BoardSet.load(validation).by_id
     replay_s = min(_cpu_seconds(lambda: verify_rows(replayed, boards)) for _ in range(REPEATS))
     moves = sum(len(row.record.moves) for row in replayed)
     return [
