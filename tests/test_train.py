@@ -145,7 +145,7 @@ def test_the_cards_results_table_collapses_one_methods_seeds_into_one_row_with_m
                entry("ppo-seed2", 40, below), entry("random-policy", 50, below)]
     table = results_table(entries).splitlines()
     assert [row.split(" | ")[0] for row in table[2:]] == ["| `optimal`", "| `ppo-seed*` (3 seeds)", "| `random-policy`"]
-    assert "median 15.6% (range 7.8%–23.4%) | 1 of 3 ≈ best |" in table[3]
+    assert "median 15.6% (7.8%–23.4%) | 1 of 3 ≈ best |" in table[3]
 
 
 def test_the_committed_runs_of_a_method_share_one_budget_and_a_pass_every_tenth_of_it():

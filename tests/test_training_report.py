@@ -47,11 +47,14 @@ def test_committed_runs__the_card_calls_apart_only_what_the_seed_aware_test_sepa
             assert "**Tied**" in training_report.verdict(c)
     values = training_report.training_values(committed, _table, {"splits": {"validation": {"overall": {
         "moves_1_4": {"success": {"float": 0.218}}}}}})
-    line = values["training_ranking"]
-    for c in committed["comparisons"]:
-        a, b = (training_report.METHODS[c["a"]], training_report.METHODS[c["b"]])
-        said = f"{a} > {b}" in line or f"{a} < {b}" in line
-        assert said == c["separated"], line
+    said = set()  # the pairs the card's line calls apart: "at 200k W > L1, L2; W2 > L3; at 1M ..."
+    for part in values["training_ranking"].split(": ", 1)[1].split("; "):
+        if " > " in part:
+            winner, losers = (part.split(" ", 2)[2] if part.startswith("at ") else part).split(" > ")
+            said |= {frozenset((winner, loser)) for loser in losers.split(", ")}
+    apart = {frozenset((training_report.METHODS[c["a"]], training_report.METHODS[c["b"]]))
+             for c in committed["comparisons"] if c["separated"]}
+    assert said == apart, values["training_ranking"]
     assert values["training_comparisons"].count("**Apart**") == sum(c["separated"] for c in committed["comparisons"])
 
 
@@ -76,8 +79,8 @@ def test_ranking__names_only_the_pairs_the_test_separates(committed):
     first = committed["comparisons"][0]
     separated = {**committed, "comparisons": [{**c, "separated": c is first} for c in committed["comparisons"]]}
     a, b = training_report.METHODS[first["a"]], training_report.METHODS[first["b"]]
-    sign = ">" if first["report"]["updates"][-1]["difference"] > 0 else "<"
+    winner, loser = (a, b) if first["report"]["updates"][-1]["difference"] > 0 else (b, a)
     at = training_report.short_count(first["report"]["updates"][-1]["update"])
-    assert f"at {at} env steps {a} {sign} {b}; the others tied; " in training_report.ranking(separated)
+    assert f": at {at} {winner} > {loser}; others tied; " in training_report.ranking(separated)
     assert training_report.verdict({**first, "separated": True}).startswith(
         f"**Apart** at {first['report']['updates'][-1]['update']:,} env steps: {a} - {b} ")

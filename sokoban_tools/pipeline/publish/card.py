@@ -447,7 +447,7 @@ def results_table(entries: list[dict]) -> str:
             rates = sorted(r["success"] for r in group)
             level = sum(r["vs_best"] is None or r["vs_best"]["indistinguishable"] for r in group)
             rows.append([f"`{name}-seed*` ({len(group)} seeds)",
-                         f"median {statistics.median(rates):.1%} (range {rates[0]:.1%}–{rates[-1]:.1%})",
+                         f"median {statistics.median(rates):.1%} ({rates[0]:.1%}–{rates[-1]:.1%})",
                          f"{level} of {len(group)} ≈ best" if level else "below best"])
     return _table(rows)
 
@@ -456,7 +456,7 @@ def results_values(report: dict) -> dict[str, object]:
     """The card's narrow results table (models, strata, answers, costs and verification are the
     results page's) and the results page's full one, from the leaderboard."""
     keys = report["settings_differ"]
-    differ = (f"the {len(keys)} of {len(SETTINGS)} settings that differ between entries" if keys else
+    differ = (f"the {len(keys)} of {len(SETTINGS)} settings that differ" if keys else
               "the settings, the same in all entries")
     return {
         "results_table": results_table(report["entries"]),

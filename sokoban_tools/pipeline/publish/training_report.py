@@ -329,20 +329,21 @@ def ranking(report: dict) -> str:
     intervals and tests are the results page's."""
     if not report["comparisons"]:
         return ""
-    apart: dict[int, list[str]] = {}  # the last pass each separated pair shares -> the pairs
+    beaten: dict[tuple[int, str], list[str]] = {}  # (the last pass a separated pair shares, winner) -> losers
     for c in report["comparisons"]:
         last = c["report"]["updates"][-1]
         if c["separated"]:
-            sign = ">" if last["difference"] > 0 else "<"
-            apart.setdefault(last["update"], []).append(f"{METHODS[c['a']]} {sign} {METHODS[c['b']]}")
-    relations = ("; ".join(f"at {short_count(u)} env steps {', '.join(pairs)}" for u, pairs in sorted(apart.items()))
-                 + "; the others tied" if apart else "no two trained methods differ")
+            winner, loser = (c["a"], c["b"]) if last["difference"] > 0 else (c["b"], c["a"])
+            beaten.setdefault((last["update"], METHODS[winner]), []).append(METHODS[loser])
+    passes = sorted({u for u, _ in beaten})
+    relations = ("; ".join(f"at {short_count(u)} " + "; ".join(f"{w} > {', '.join(losers)}" for (at, w), losers in
+                                                                beaten.items() if at == u) for u in passes)
+                 + "; others tied" if beaten else "no two trained methods differ")
     up = [METHODS[m] for m, gain in rising(report).items() if gain > RISING]
+    rise = ("all still rise" if len(up) == len(report["methods"]) else f"{', '.join(up)} still rise" if up else
+            "none still rises")
     seeds = sorted({sum(r["method"] == m for r in report["runs"]) for m in report["methods"]})
-    return (f"Counting seeds ({'–'.join(map(str, seeds))} a method), at the last pass both made: {relations}; "
-            f"{', '.join(up) + ' still rise' if up else 'none still rises'}"
-            + (f" ([why not {short_count(ASKED_BUDGET)}](docs/training.md#the-runs))." if budget_short(report)
-               else "."))
+    return f"Seeds counted ({'–'.join(map(str, seeds))} a method): {relations}; {rise}."
 
 
 def budget_short(report: dict) -> bool:
