@@ -136,7 +136,8 @@ def line_chart(series: dict[str, list[tuple[float, float, float, float]]], x_lab
     down to the power of ten below the smallest positive value (zeros sit on
     the bottom edge). ``references`` maps a legend label to a level drawn as a
     grey horizontal line across the chart (an exact floor or ceiling, say). With ``mark_points`` the
-    x axis has a tick at every point (the series share their x values); otherwise matplotlib's own.
+    x axis has a tick at every point (the series share their x values); otherwise matplotlib's own ticks,
+    labelled as those are.
     """
     references = references or {}
     values = [v for points in series.values() for p in points for v in p[1:]]
@@ -155,6 +156,8 @@ def line_chart(series: dict[str, list[tuple[float, float, float, float]]], x_lab
         if mark_points:
             xs = sorted({p[0] for points in series.values() for p in points})
             axes.set_xticks(xs, [short_count(x) for x in xs])
+        else:
+            axes.xaxis.set_major_formatter(lambda x, _: short_count(x))
         if log_y:
             axes.set_yscale("log")
             axes.set_ylim(floor, 1.0)

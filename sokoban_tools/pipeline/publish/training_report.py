@@ -219,11 +219,12 @@ def standing(report: dict, baselines: dict) -> str:
 
 
 def training_picture(report: dict, baselines: dict, cpu: bool = False) -> bytes:
-    """The learning curves against env steps, or with ``cpu`` against CPU-seconds."""
+    """The learning curves against env steps, or with ``cpu`` against CPU-seconds (the methods' passes
+    need not fall at the same points: matplotlib's ticks)."""
     overall = baselines["splits"]["validation"]["overall"]
     return line_chart(curves(report, cpu), x_label="CPU-seconds of training (one thread)" if cpu else
                       "training env steps", y_label="success on the validation boards",
-                      title="median over seeds; band: lowest to highest seed", mark_points=not cpu,
+                      title="median over seeds; band: lowest to highest seed", mark_points=False,
                       references={"random moves 1–4 (exact floor)": overall["moves_1_4"]["success"]["float"],
                                   "optimal (ceiling)": 1.0})
 
