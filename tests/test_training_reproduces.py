@@ -3,7 +3,7 @@ machine record predicts: byte for byte on the machine class it recorded, and oth
 CPU, other versions, or a run that predates the record) inside the committed seeds' spread.
 
 The run is GiGPO seed 0, as docs/training.md's short run trains it again: to 100,000 env steps on
-the committed run's own schedule, about 40 CPU-seconds."""
+the committed run's own schedule, a few CPU-seconds."""
 
 from __future__ import annotations
 

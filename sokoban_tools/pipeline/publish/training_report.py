@@ -415,7 +415,7 @@ def short_run(report: dict) -> str:
     log = f"runs/{published_name(method, seed)}"
     shown = [u for u in run["points"] if u <= steps]
     spread = [_rate(r, steps) for r in report["runs"] if r["method"] == method and steps in r["points"]]
-    return (f"A few minutes: the committed {METHODS[method]} run of seed {seed}, trained again to its "
+    return (f"The committed {METHODS[method]} run of seed {seed}, trained again to its "
             f"{steps:,}-step pass on its own schedule:\n\n```bash\npython -m sokoban_tools train --method {method} "
             f"--seed {seed} --steps {steps} --eval-every {run['every']} --log {log}\n```\n\n"
             f"Its passes print {', '.join(f'{_rate(run, u):.1%} at {u:,}' for u in shown)} env steps, those of "
@@ -441,15 +441,15 @@ def budgets_text(report: dict, table) -> str:
     """The results page's budgets paragraph: the area under each curve, who was still rising, and
     the methods at matched CPU time."""
     rows = [["Method", "Runs", "Area under the curve, mean [lowest, highest run]", "Gain over the last three passes",
-             "CPU-s a run, median"], ["---"] * 5]
+             "CPU-s a run, median (range)"], ["---"] * 5]
     gains = rising(report)
     for method in report["methods"]:
         runs = [r for r in report["runs"] if r["method"] == method]
-        areas = [area(r) for r in runs]
+        areas, cpu = [area(r) for r in runs], [r["cpu_seconds"] for r in runs]
         rows.append([METHODS[method], str(len(runs)),
                      f"{sum(areas) / len(areas):.1%} [{min(areas):.1%}, {max(areas):.1%}]",
                      f"{gains[method] * 100:+.1f} points ({'still rising' if gains[method] > RISING else 'flat'})",
-                     f"{median(r['cpu_seconds'] for r in runs):,.0f}"])
+                     f"{median(cpu):,.0f} ({min(cpu):,.0f}–{max(cpu):,.0f})"])
     matched = report["matched_cpu"]
     cpu_rows = [["Method", "Pass (env steps)", "CPU-s at the pass, median", "Success, median [lowest, highest seed]"],
                 ["---"] * 4]
@@ -464,13 +464,16 @@ def budgets_text(report: dict, table) -> str:
                       compare.difference_text(last), f"{last['p_value']:.2g}", f"{c['p_holm']:.2g}",
                       "apart" if c["separated"] else "tied"])
     return (f"{table(rows)}\n\nThe area under a run's curve is its success averaged over training: the area "
-            f"under success against env steps (trapezoids between the passes) over the env steps spanned, 0 to 1. "
+            f"under success against env steps (trapezoids between the passes) over the env steps spanned, 0 to 1 (so "
+            f"areas compare methods of one budget). "
             f"A method is still rising where its mean success over seeds gained more than {RISING * 100:.0f} point "
             f"from the first to the last of its last three passes. {still_rising(report)}\n\n"
             f"**At matched CPU time.** A run's manifest records its CPU-seconds for the whole run (one torch thread, "
             f"validation passes included), so a pass's CPU-seconds are estimated as its env steps at the run's "
             f"CPU-seconds per env step. The CPU budget below is the smallest of the methods' median CPU-seconds a "
-            f"run, {matched['cpu_seconds']:,.0f}: each method at its last pass within it "
+            f"run, {matched['cpu_seconds']:,.0f}: each method at its last pass within it. A run's CPU-seconds also "
+            f"depend on what else the machine ran (the range in the table above), so a gap of a pass or two in CPU "
+            f"time is within that noise "
             f"(the chart against CPU-seconds: [Training](training.md#the-runs)). Each pair is then compared as "
             f"`compare` "
             f"compares two chosen passes (`--update-a`, `--update-b`), seeds counted, Holm-corrected over the pairs; "
