@@ -114,16 +114,19 @@ def test_compare__passes_of_one_label_far_apart_in_env_steps_are_not_paired_sile
     ppo = relabelled(tmp_path, "ppo", 0, 2000, 4096)
     assert compare.main(["--a", ppo, "--b", grpo, *OWN, "--updates", "2000"]) == 1
     err = capsys.readouterr().err
-    # PPO's updates are 2,048 steps, GRPO's up to 16 x 8 x 15 = 1,920: each played its pass after 2,000 to 4,047
-    assert "the passes labelled 2,000 may be up to 2,047 env steps apart: A's pass at 2,000 to 4,047 env steps, " \
-           "B's at 2,000 to 3,919" in err and "--step-tolerance" in err
+    # PPO's updates are 2,048 steps, GRPO's up to its groups x group size x horizon: each played its pass after
+    # 2,000 and within an update of it
+    settings = committed_manifest("grpo")["settings"]
+    update = settings["update_budget.groups_per_update"] * settings["rollout.group_size"] * settings["action_horizon"]
+    assert (f"the passes labelled 2,000 may be up to {max(2047, update - 1):,} env steps apart: A's pass at 2,000 to "
+            f"4,047 env steps, B's at 2,000 to {2000 + update - 1:,}") in err and "--step-tolerance" in err
     assert compare.main(["--a", ppo, "--b", grpo, *OWN, "--updates", "4000"]) == 1
     assert "A's pass at 4,096 env steps, B's at 5,521" in capsys.readouterr().err
     loose = report(capsys, "--a", ppo, "--b", grpo, *OWN, "--updates", "0", "4000", "--step-tolerance", "0.3")
     assert [u["paired_by"] for u in loose["updates"]] == ["env steps", "env steps"]
     # The committed runs' passes at half PPO's budget and at its end are within 5% of each other.
-    committed = report(capsys, "--a", *logs("ppo"), "--b", *logs("grpo"), *OWN, "--updates", str(budget("ppo") // 2),
-                       str(budget("ppo")))
+    committed = report(capsys, "--a", *logs("ppo"), "--b", *logs("grpo"), *OWN, "update_budget.total_training_steps",
+                       "evaluation.frequency", "--updates", str(budget("ppo") // 2), str(budget("ppo")))
     assert [u["paired_by"] for u in committed["updates"]] == ["env steps", "env steps"]
 
 
