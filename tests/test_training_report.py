@@ -1,6 +1,7 @@
 """The training runs' report: ties and separations as the seed-aware test decides them, the area
 under each curve, and which methods were still rising."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -47,13 +48,21 @@ def test_committed_runs__the_card_calls_apart_only_what_the_seed_aware_test_sepa
             assert "**Tied**" in training_report.verdict(c)
     values = training_report.training_values(committed, _table, {"splits": {"validation": {"overall": {
         "moves_1_4": {"success": {"float": 0.218}}}}}})
-    said = set()  # the pairs the card's line calls apart: "at 200k W > L1, L2; W2 > L3; at 1M ..."
+    # (where, pair) the card's line calls apart: "at 200k W > L1, L2; W2, W3 > L4; at equal CPU (N s) ..."
+    said = set()
+    where = None
     for part in values["training_ranking"].split(": ", 1)[1].split("; "):
+        starts = re.match(r"at (equal CPU \([^)]*\)|\S+) (.*)", part)
+        if starts:
+            where, part = "cpu" if starts.group(1).startswith("equal") else starts.group(1), starts.group(2)
         if " > " in part:
-            winner, losers = (part.split(" ", 2)[2] if part.startswith("at ") else part).split(" > ")
-            said |= {frozenset((winner, loser)) for loser in losers.split(", ")}
-    apart = {frozenset((training_report.METHODS[c["a"]], training_report.METHODS[c["b"]]))
+            winners, losers = part.split(" > ")
+            said |= {(where, frozenset((w, l))) for w in winners.split(", ") for l in losers.split(", ")}
+    label = training_report.METHODS
+    apart = {(training_report.short_count(c["report"]["updates"][-1]["update"]), frozenset((label[c["a"]],
+                                                                                            label[c["b"]])))
              for c in committed["comparisons"] if c["separated"]}
+    apart |= {("cpu", frozenset((label[c["a"]], label[c["b"]]))) for c in committed["cpu_comparisons"] if c["separated"]}
     assert said == apart, values["training_ranking"]
     assert values["training_comparisons"].count("**Apart**") == sum(c["separated"] for c in committed["comparisons"])
 
@@ -81,6 +90,7 @@ def test_ranking__names_only_the_pairs_the_test_separates(committed):
     a, b = training_report.METHODS[first["a"]], training_report.METHODS[first["b"]]
     winner, loser = (a, b) if first["report"]["updates"][-1]["difference"] > 0 else (b, a)
     at = training_report.short_count(first["report"]["updates"][-1]["update"])
+    separated["cpu_comparisons"] = [{**c, "separated": False} for c in committed["cpu_comparisons"]]
     assert f": at {at} {winner} > {loser}; others tied; " in training_report.ranking(separated)
     assert training_report.verdict({**first, "separated": True}).startswith(
         f"**Apart** at {first['report']['updates'][-1]['update']:,} env steps: {a} - {b} ")

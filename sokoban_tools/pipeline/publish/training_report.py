@@ -238,7 +238,7 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
                 "training_standing": "", "training_runs": "no runs", "training_seeds": "no",
                 "training_budget": "—", "training_commands": "", "training_default_steps": f"{DEFAULT_STEPS:,}", "training_total_cpu": "—",
                 "training_budget_reason": "", "training_short_run": "No training run is committed yet.",
-                "training_cpu": "—", "training_card_chart": ""}
+                "training_cpu": "—"}
     points = sorted({u for r in report["runs"] for u in r["points"]})
     rows = [["Method", "Seed", "Env steps trained", "CPU-s", "Steps/CPU-s", *[short_count(u) for u in points]],
             ["---"] * (5 + len(points))]
@@ -263,8 +263,7 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
             "training_total_cpu": f"{sum(cpu) / 3600:.1f}",
             "training_budget_reason": budget_reason(report),
             "training_short_run": short_run(report),
-            "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—",
-            "training_card_chart": "![Training curves](images/training-curves.png)"}
+            "training_cpu": f"{min(cpu):,.0f}–{max(cpu):,.0f}" if cpu else "—"}
 
 
 def comparison_section(report: dict, c: dict, table) -> str:
@@ -326,25 +325,38 @@ def pairing_text(report: dict) -> str:
 
 def ranking(report: dict) -> str:
     """The card's line under the results table, short for the card's size: which trained methods
-    the seed-aware test separates at the budget (the others are tied) and which still rise; the
-    intervals and tests are the results page's."""
+    the seed-aware test separates, at the last pass each pair shares and at matched CPU time (the
+    others are tied), and which still rise; the intervals and tests are the results page's."""
     if not report["comparisons"]:
         return ""
-    beaten: dict[tuple[int, str], list[str]] = {}  # (the last pass a separated pair shares, winner) -> losers
-    for c in report["comparisons"]:
-        last = c["report"]["updates"][-1]
-        if c["separated"]:
-            winner, loser = (c["a"], c["b"]) if last["difference"] > 0 else (c["b"], c["a"])
-            beaten.setdefault((last["update"], METHODS[winner]), []).append(METHODS[loser])
-    passes = sorted({u for u, _ in beaten})
-    relations = ("; ".join(f"at {short_count(u)} " + "; ".join(f"{w} > {', '.join(losers)}" for (at, w), losers in
-                                                                beaten.items() if at == u) for u in passes)
-                 + "; others tied" if beaten else "no two trained methods differ")
+    steps = [(f"at {short_count(c['report']['updates'][-1]['update'])}", c, c["report"]["updates"][-1])
+             for c in report["comparisons"]]
+    cpu = [(f"at equal CPU ({report['matched_cpu']['cpu_seconds']:.0f} s)", c, c["last"])
+           for c in report["cpu_comparisons"]]
+    relations = beats([(where, c, last) for where, c, last in steps + cpu if c["separated"]])
     up = [METHODS[m] for m, gain in rising(report).items() if gain > RISING]
     rise = ("all still rise" if len(up) == len(report["methods"]) else f"{', '.join(up)} still rise" if up else
             "none still rises")
     seeds = sorted({sum(r["method"] == m for r in report["runs"]) for m in report["methods"]})
-    return f"Seeds counted ({'–'.join(map(str, seeds))} a method): {relations}; {rise}."
+    return f"{'–'.join(map(str, seeds))} seeds a method: {relations}; {rise}."
+
+
+def beats(separated: list[tuple[str, dict, dict]]) -> str:
+    """``at X W > L1, L2; W2, W3 > L3; at Y ...``: each (where, pair, its report at that point) as the
+    winner over the loser, winners with the same losers named together; "others tied" after them."""
+    if not separated:
+        return "no two trained methods differ"
+    said = {}  # where -> winner -> losers, in order
+    for where, c, last in separated:
+        winner, loser = (c["a"], c["b"]) if last["difference"] > 0 else (c["b"], c["a"])
+        said.setdefault(where, {}).setdefault(METHODS[winner], []).append(METHODS[loser])
+    parts = []
+    for where, winners in said.items():
+        by_losers = {}  # the same losers -> their winners
+        for winner, losers in winners.items():
+            by_losers.setdefault(tuple(losers), []).append(winner)
+        parts.append(f"{where} " + "; ".join(f"{', '.join(w)} > {', '.join(l)}" for l, w in by_losers.items()))
+    return "; ".join(parts) + "; others tied"
 
 
 def budget_short(report: dict) -> bool:
