@@ -25,7 +25,7 @@ from ...evaluation.pass_pairing import TOLERANCE, gap, pass_steps, update_steps
 from ...evaluation.stats import holm_adjusted
 from ...layout import TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
 from ...records.budget import ENV_STEPS_COST
-from ...records.manifest import manifest_path, read_manifest
+from ...records.manifest import manifest_path, read_manifest, setting_differences
 from ...training.publish import published_name
 from ...training.train import DEFAULT_STEPS, METHODS
 
@@ -54,7 +54,7 @@ def scored_runs(repo: Path, logs: dict[str, list[Path]]) -> list[dict]:
             manifest = read_manifest(manifest_path(path))
             run = path.stem.rsplit("-", 1)[1]
             points = sorted(u for m, r, u in success if m == METHODS[method] and r == run)
-            runs.append({"method": method, "seed": int(run), "log": path, "points": points,
+            runs.append({"method": method, "seed": int(run), "log": path, "manifest": manifest, "points": points,
                          "success": [success[(METHODS[method], run, u)] for u in points],
                          "env_steps": manifest["costs"].get(ENV_STEPS_COST, {}).get("value"),
                          "cpu_seconds": manifest["costs"].get("cpu_seconds", {}).get("value"),
@@ -69,12 +69,13 @@ def training_report(repo: Path) -> dict | None:
     if not logs:
         return None
     runs = scored_runs(repo, logs)
+    manifests = {method: [r["manifest"] for r in runs if r["method"] == method] for method in logs}  # read once
     comparisons = []
     for a, b in PAIRS:
         if a in logs and b in logs:
-            differ = {d["key"] for d in _differences(logs[a], logs[b])}
+            differ = {d["key"] for d in setting_differences(manifests[a], manifests[b])}
             shared = [u for u in sorted(set.intersection(*(set(r["points"]) for r in runs if r["method"] in (a, b))))
-                      if one_budget(u, logs[a], logs[b])]
+                      if one_budget(u, manifests[a], manifests[b])]
             report = compare.compare(logs[a], logs[b], validation=repo / VALIDATION_DATA, allowed=differ,
                                      updates=shared)
             comparisons.append({"a": a, "b": b, "report": report, "allowed": sorted(differ)})
@@ -143,24 +144,17 @@ def area(run: dict) -> float:
 def max_update(report: dict) -> int:
     """The most env steps one update of any committed run can take (:func:`~sokoban_tools.evaluation.
     pass_pairing.update_steps`)."""
-    return max(update_steps(read_manifest(manifest_path(r["log"]))) or 0 for r in report["runs"])
+    return max(update_steps(r["manifest"]) or 0 for r in report["runs"])
 
 
-def one_budget(label: int, a: list[Path], b: list[Path]) -> bool:
-    """Whether the passes labelled ``label`` of the runs ``a`` and ``b`` are one budget as ``compare``
-    pairs them by default (:mod:`~sokoban_tools.evaluation.pass_pairing`): a published run holds its
+def one_budget(label: int, a: list[dict], b: list[dict]) -> bool:
+    """Whether the passes labelled ``label`` of the runs whose manifests are ``a`` and ``b`` are one budget
+    as ``compare`` pairs them by default (:mod:`~sokoban_tools.evaluation.pass_pairing`): a published run holds its
     passes alone, so each lies within an update of its label, and an early label may be too close to an
     update's length for the two to be within the tolerance."""
-    steps = [pass_steps(label, [(read_manifest(manifest_path(p)), None) for p in side]) for side in (a, b)]
+    steps = [pass_steps(label, [(manifest, None) for manifest in side]) for side in (a, b)]
     largest = gap(*steps)
     return largest is not None and largest <= TOLERANCE * max(steps[0].high, steps[1].high, 1)
-
-
-def _differences(a: list[Path], b: list[Path]) -> list[dict]:
-    from ...records.manifest import setting_differences
-
-    return setting_differences([read_manifest(manifest_path(p)) for p in a],
-                               [read_manifest(manifest_path(p)) for p in b])
 
 
 def _percent(wins_boards: tuple[int, int]) -> str:
@@ -236,7 +230,8 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
                 "training_ranking": "", "training_budgets": "", "training_pairing": "",
                 "training_alpha": f"{ALPHA:.0%}", "compare_resamples": f"{compare.RESAMPLES:,}",
                 "training_standing": "", "training_runs": "no runs", "training_seeds": "no",
-                "training_budget": "—", "training_commands": "", "training_default_steps": f"{DEFAULT_STEPS:,}", "training_total_cpu": "—",
+                "training_budget": "—", "training_commands": "", "training_default_steps": f"{DEFAULT_STEPS:,}",
+                "training_total_cpu": "—",
                 "training_budget_reason": "", "training_short_run": "No training run is committed yet.",
                 "training_cpu": "—"}
     points = sorted({u for r in report["runs"] for u in r["points"]})
@@ -250,14 +245,13 @@ def training_values(report: dict | None, table, baselines: dict) -> dict[str, ob
                      *[cells.get(u, "—") for u in points]])
     comparisons = [comparison_section(report, c, table) for c in report["comparisons"]]
     cpu = [r["cpu_seconds"] for r in report["runs"] if r["cpu_seconds"] is not None]
-    seeds = sorted({sum(r["method"] == m for r in report["runs"]) for m in report["methods"]})
     return {"training_runs_table": table(rows), "training_comparisons": "\n\n".join(comparisons),
             "training_ranking": ranking(report), "training_budgets": budgets_text(report, table),
             "training_pairing": pairing_text(report), "training_alpha": f"{ALPHA:.0%}",
             "compare_resamples": f"{compare.RESAMPLES:,}",
             "training_standing": standing(report, baselines),
             "training_runs": f"{len(report['runs'])} runs ({len(report['methods'])} methods)",
-            "training_seeds": "–".join(map(str, seeds)),
+            "training_seeds": seed_counts(report),
             "training_budget": budgets_sentence(report), "training_default_steps": f"{DEFAULT_STEPS:,}",
             "training_commands": "\n".join(sweep_commands(report)),
             "training_total_cpu": f"{sum(cpu) / 3600:.1f}",
@@ -337,8 +331,12 @@ def ranking(report: dict) -> str:
     up = [METHODS[m] for m, gain in rising(report).items() if gain > RISING]
     rise = ("all still rise" if len(up) == len(report["methods"]) else f"{', '.join(up)} still rise" if up else
             "none still rises")
-    seeds = sorted({sum(r["method"] == m for r in report["runs"]) for m in report["methods"]})
-    return f"{'–'.join(map(str, seeds))} seeds a method: {relations}; {rise}."
+    return f"{seed_counts(report)} seeds a method: {relations}; {rise}."
+
+
+def seed_counts(report: dict) -> str:
+    """How many seeds a method has: ``10``, or a range such as ``3–10`` where the methods differ."""
+    return "–".join(map(str, sorted({sum(r["method"] == m for r in report["runs"]) for m in report["methods"]})))
 
 
 def beats(separated: list[tuple[str, dict, dict]]) -> str:
@@ -386,7 +384,8 @@ def budgets_sentence(report: dict) -> str:
 def sweep_commands(report: dict) -> list[str]:
     """The command lines that train and publish the committed runs, one a method."""
     seeds = sorted({r["seed"] for r in report["runs"]})
-    seeds_text = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ",".join(map(str, seeds))
+    contiguous = seeds == list(range(seeds[0], seeds[-1] + 1))
+    seeds_text = f"{seeds[0]}-{seeds[-1]}" if contiguous else ",".join(map(str, seeds))
     return [f"python -m sokoban_tools sweep --method {method} --seeds {seeds_text}"
             + ("" if budget == DEFAULT_STEPS else f" --steps {budget}") + f" --logs runs --publish {TRAINING_RUNS}"
             for budget, methods in _budgets(report).items() for method in methods]
