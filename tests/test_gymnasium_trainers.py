@@ -195,16 +195,17 @@ def test_learn_twice_on_a_logged_training_vector_abandons_the_cut_episodes_unlog
 
 
 def test_training_rows_carry_the_learners_env_steps_not_the_samplers_draw(sb3, tmp_path):
-    from sokoban_tools.integrations.gymnasium_env.sb3 import make_sb3_vec
-    from sokoban_tools.training.ppo import PPOLearner
+    from sokoban_tools.integrations.gymnasium_env.vector import SokobanFairnessVectorEnv
+    from sokoban_tools.training.ppo import ROLLOUT, SETTINGS, PPOLearner
 
     log = tmp_path / "progress.jsonl"
-    envs = make_sb3_vec(4, seed=0, observation="grid", episode_log=log, method="PPO", update=0)
-    learner = PPOLearner(envs, {"n_steps": 32, "batch_size": 64, "n_epochs": 1}, {"net_arch": [16]}, 0)
-    learner.train_until(4 * 32 * 6, lambda done: None)
+    envs = SokobanFairnessVectorEnv(4, observation="grid", episode_log=log, method="PPO", update=0,
+                                    autoreset_mode="SameStep")
+    learner = PPOLearner(envs, 0, {**SETTINGS, "batch_size": 64, "n_epochs": 1})
+    learner.train_until(4 * ROLLOUT * 12, lambda done: None)
     labels = sorted({r.update for r in read_episodes(log)})
     assert labels[0] == 0 and len(labels) >= 3  # a learning curve: the env steps when each episode began
-    assert all(label % 128 == 0 for label in labels)  # rollouts of 4 x 32 steps
+    assert all(label % (4 * ROLLOUT) == 0 for label in labels)  # rollouts of 4 x 16 steps
     assert max(labels) <= learner.env_steps
     envs.close()
 

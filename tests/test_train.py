@@ -88,10 +88,10 @@ def training_started(log) -> bool:
         return False
 
 
-@pytest.mark.parametrize("method", ["ppo", "gigpo"])
-def test_a_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopped(sb3, tmp_path, method):
+@pytest.mark.parametrize("method, every", [("ppo", 4096), ("gigpo", 2048)])  # PPO's rollouts are 4,096 steps
+def test_a_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopped(sb3, tmp_path, method, every):
     whole, killed = tmp_path / "whole.jsonl", tmp_path / "killed.jsonl"
-    options = ("--method", method, "--seed", "4", "--steps", "4096", "--eval-every", "2048")
+    options = ("--method", method, "--seed", "4", "--steps", str(4 * every), "--eval-every", str(every))
     uninterrupted = subprocess.Popen(command(*options, "--log", str(whole)), env=ENV, cwd=tmp_path,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     victim = subprocess.Popen(command(*options, "--log", str(killed)), env=ENV, cwd=tmp_path,
@@ -100,13 +100,13 @@ def test_a_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopped(s
     wait_for(lambda: training_started(killed) or victim.poll() is not None, 600, "training to start")
     seen = checkpoint.stat().st_mtime_ns  # the checkpoint after the pass before training
     wait_for(lambda: checkpoint.stat().st_mtime_ns != seen or victim.poll() is not None, 600,
-             "the checkpoint after the pass at 2,048")
+             "the checkpoint after the first pass in training")
     # then a record after it, so the kill has records to set aside: on a busy machine the kill could
     # otherwise land right after the checkpoint, before the run wrote anything more
     written = killed.stat().st_size
     wait_for(lambda: killed.stat().st_size > written or victim.poll() is not None, 600,
              "a record after that checkpoint")
-    os.kill(victim.pid, signal.SIGKILL)  # in training after the checkpoint at 2,048: its episodes under way
+    os.kill(victim.pid, signal.SIGKILL)  # in training after that checkpoint: its episodes under way
     victim.wait()
     assert victim.returncode == -signal.SIGKILL  # killed, not finished
     published = tmp_path / "published"
@@ -119,10 +119,11 @@ def test_a_run_killed_mid_training_resumes_to_the_bytes_of_a_run_never_stopped(s
     assert uninterrupted.wait(timeout=600) == 0, uninterrupted.stderr.read().decode()
     assert killed.read_bytes() == whole.read_bytes()  # no record lost or doubled, the same bytes
     records = read_episodes(killed)
-    assert sorted({r.update for r in records if r.phase == "validation"}) == [0, 2048, 4096]
+    assert sorted({r.update for r in records if r.phase == "validation"}) == [0, every, 2 * every, 3 * every,
+                                                                               4 * every]
     reasons = [reason for _, _, reason in side_files(killed)]  # what was set aside is kept beside the log
     assert len(reasons) == 1 and reasons[0].startswith("resume-from-"), reasons
-    assert int(reasons[0].removeprefix("resume-from-")) >= 2048  # from the checkpoint after the pass at 2,048
+    assert int(reasons[0].removeprefix("resume-from-")) >= every  # from a checkpoint after a pass in training
     again = subprocess.run(command(*options, "--log", str(killed), "--publish", str(published)), env=ENV,
                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and killed.read_bytes() == whole.read_bytes()  # a finished run stays finished

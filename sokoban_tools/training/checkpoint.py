@@ -24,7 +24,7 @@ from ..paths import read_bounded
 from ..records.rows import DataError
 
 CHECKPOINT = ".checkpoint"
-FORMAT = "sokoban-fairness training checkpoint 2"
+FORMAT = "sokoban-fairness training checkpoint 3"
 MAX_CHECKPOINT_BYTES = 1 << 30  # a checkpoint of the project's network is about 3 MB
 _MAX_HEADER = 4096
 START_AGAIN = "move the checkpoint away to start the run again (the log's records are then set aside, kept)"

@@ -150,6 +150,10 @@ class GroupLearner:
         self.env_steps = 0
         self.updates = 0
 
+    def greedy(self, observations: np.ndarray) -> np.ndarray:
+        """The most probable action of each observation."""
+        return self.policy.predict(observations, deterministic=True)[0]
+
     def collect(self) -> list[Episode]:
         """One episode in every environment, all stepped together through the policy."""
         import torch

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Protocol
 
+import numpy as np
+
 from . import drgrpo, gigpo, grpo, ppo, rloo
 
 METHODS: tuple[ModuleType, ...] = (ppo, grpo, gigpo, rloo, drgrpo)
@@ -33,13 +35,14 @@ LABELS = {module.NAME: module.LABEL for module in METHODS}
 
 
 class Learner(Protocol):
-    """What ``train`` needs of a learner: its policy (validated greedily), its training
-    environments, the env steps it has trained, training on to a step count in whole
+    """What ``train`` needs of a learner: its greedy actions (the validation passes'), its
+    training environments, the env steps it has trained, training on to a step count in whole
     rollouts or updates, and a state a resumed run restores exactly."""
 
-    policy: object
     envs: object
     env_steps: int
+
+    def greedy(self, observations: np.ndarray) -> np.ndarray: ...
 
     def train_until(self, target: int, report: Callable[[int], None]) -> None: ...
 

@@ -5,7 +5,7 @@
                                   [--tuning] [--config K]
 
 One network, one budget and one schedule for every method (:data:`.methods.METHODS`):
-stable-baselines3's ``ActorCriticPolicy`` (two layers of 256, tanh) over the one-hot grid
+stable-baselines3's ``ActorCriticPolicy`` layout (two layers of 256, tanh) over the one-hot grid
 observation of ``SokobanFairness-v1``, ``--steps`` env steps of training, a greedy validation
 pass over all 256 boards before training, every ``--eval-every`` env steps and after the last.
 The episode log ``LOG`` holds every training episode and every validation pass, its run
@@ -20,9 +20,11 @@ once the run has reached its budget, writes ``DIR/<method>-<seed>.jsonl``: the l
 validation passes, line for line, with the manifest beside it (the training rows, 20-30 MB a
 run of 1M steps, stay in the log); the runs under ``examples/training`` are these.
 
-PPO is stable-baselines3's, with its GAE critic; GRPO, GiGPO, RLOO and Dr. GRPO compute their
-advantages as verl-agent's own functions do and train with its actor loss and its Sokoban
-launchers' recipe, except where a method's recipe states a CPU-scale deviation and why.
+PPO is stable-baselines3's estimator, with its GAE critic, batched over 256 environments stepped
+as arrays (``SokobanFairnessVector-v1``: one forward for all, minibatches of 512); GRPO, GiGPO,
+RLOO and Dr. GRPO compute their advantages as verl-agent's own functions do and train with its
+actor loss and its Sokoban launchers' recipe, except where a method's recipe states a CPU-scale
+deviation and why.
 None was tuned, and never on the validation boards.
 
 ``--tuning`` makes a tuning run: it trains on the 4,744 training boards outside the tuning split
@@ -111,9 +113,6 @@ class Run:
 
     def validate(self, label: int) -> dict:
         """One greedy pass over the 256 boards, logged under ``label``."""
-        import torch
-
-        policy = self.learner.policy
         envs, wins = self.validation, 0
         for env in envs:
             env.set_update(label)
@@ -121,8 +120,7 @@ class Run:
         observations = {i: envs[i].reset()[0] for i in remaining}
         while remaining:
             active = sorted(remaining)
-            with torch.no_grad():
-                actions, _ = policy.predict(np.stack([observations[i] for i in active]), deterministic=True)
+            actions = self.learner.greedy(np.stack([observations[i] for i in active]))
             for i, action in zip(active, actions.tolist()):
                 observations[i], _, terminated, truncated, info = envs[i].step(action)
                 if terminated or truncated:
@@ -202,7 +200,7 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
     try:
         if state is not None:
             kept = iter(range(state["records"]))
-            moved = writer.set_aside(f"resume-from-{_steps_of(state)}",
+            moved = writer.set_aside(f"resume-from-{state['learner']['env_steps']}",
                                      keep=lambda record: next(kept, None) is not None)  # the first records
             if moved is not None:
                 print(moved.notice(log), file=sys.stderr)
@@ -246,9 +244,6 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
     return run.passes
 
 
-def _steps_of(state: dict) -> int:
-    learner = state["learner"]
-    return learner.get("num_timesteps", learner.get("env_steps", 0))
 
 
 def _record_costs(writer: EpisodeWriter, run: Run) -> None:
