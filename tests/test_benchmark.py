@@ -78,10 +78,24 @@ def test_training_figures__the_environments_share_is_timed_in_its_methods_and_th
     from sokoban_tools.integrations.gymnasium_env.env import SokobanFairnessEnv
     from sokoban_tools.pipeline.publish import training_benchmark as tb
 
-    before = SokobanFairnessEnv.reset, SokobanFairnessEnv.step
-    share = tb.environment_share("gigpo", 1024)
-    assert 0 < share < 1
-    assert (SokobanFairnessEnv.reset, SokobanFairnessEnv.step) == before
+    from sokoban_tools.integrations.gymnasium_env.vector import SokobanFairnessVectorEnv
+
+    before = SokobanFairnessEnv.reset, SokobanFairnessEnv.step, SokobanFairnessVectorEnv.step
+    for method in ("gigpo", "ppo"):  # PPO steps the vector, GiGPO the single environments
+        share = tb.environment_share(method, 1024)
+        assert 0 < share < 1, method
+    assert (SokobanFairnessEnv.reset, SokobanFairnessEnv.step, SokobanFairnessVectorEnv.step) == before
+
+
+def test_training_figures__trains_ppo_is_timed_beside_stable_baselines3s_own_in_one_run(sb3, monkeypatch):
+    from sokoban_tools.pipeline.publish import training_benchmark as tb
+
+    monkeypatch.setattr(tb, "BATCHED_STEPS", 4096)
+    monkeypatch.setattr(tb, "SHARE_STEPS", 2048)
+    [(what, figure, _, goal)] = tb.learner_figures()
+    assert "against stable-baselines3's own PPO" in what and goal == "≥ 5× (issue 47)"
+    assert re.fullmatch(r"batched [\d,]+ CPU-s \([\d,]+ s wall; 4,096 env steps run\); stable-baselines3's "
+                        r"[\d,]+ CPU-s \([\d,]+ s wall; 2,048 env steps run\): \d+× per env step", figure), figure
 
 
 def test_environment_figures__the_arrays_and_the_single_environments_are_timed_in_one_run(monkeypatch):

@@ -1,5 +1,5 @@
 """Training figures for ``python -m sokoban_tools benchmark``: what the committed runs cost, how
-much of a run is the environment, and what the batched learner costs beside the current one.
+much of a run is the environment, and what ``train``'s batched PPO costs beside stable-baselines3's own.
 
 The costs to a success rate come from the committed runs (``examples/training``, ten seeds a
 method): a run's manifest records its total CPU-seconds and env steps only, so the CPU-seconds
@@ -23,8 +23,8 @@ from ...training.train import METHODS
 from .training_report import cpu_at, run_logs, scored_runs
 
 THRESHOLDS = (0.85, 0.95)  # the success rates each method is timed to
-SHARE_STEPS = 20_480  # ten of PPO's rollouts; one pass before and one after
-BATCHED_STEPS = 102_400  # 25 of the batched learner's rollouts; one pass before and one after
+SHARE_STEPS = 20_480  # five of PPO's rollouts, ten of stable-baselines3's own PPO's
+BATCHED_STEPS = 204_800  # fifty of PPO's rollouts
 
 
 def cpu_seconds_to(run: dict, threshold: float) -> float:
@@ -50,30 +50,41 @@ def _reached(value: float, values: list[float]) -> str:
     return f"{value:,.0f} s ({seeds})" if value != float("inf") else f"not reached by the median seed ({seeds})"
 
 
+def _spread(value: float, values: list[float]) -> str:
+    return f"{value:,.0f} s ({min(values):,.0f}-{max(values):,.0f})"
+
+
 @contextlib.contextmanager
 def _timed_environment(spent: list[float]):
-    """Adds the CPU time of every ``reset`` and ``step`` of ``SokobanFairness-v1`` to ``spent[0]``."""
+    """Adds the CPU time of every ``reset`` and ``step`` of ``SokobanFairness-v1`` and of its
+    vector to ``spent[0]`` (the outermost call only, where one calls the other)."""
     from ...integrations.gymnasium_env.env import SokobanFairnessEnv
+    from ...integrations.gymnasium_env.vector import SokobanFairnessVectorEnv
 
-    originals = {name: getattr(SokobanFairnessEnv, name) for name in ("reset", "step")}
+    originals = {(cls, name): getattr(cls, name) for cls in (SokobanFairnessEnv, SokobanFairnessVectorEnv)
+                 for name in ("reset", "step")}
+    depth = [0]
 
     def timed(method):
         @functools.wraps(method)
         def wrapper(*args, **kwargs):
+            depth[0] += 1
             started = time.process_time()
             try:
                 return method(*args, **kwargs)
             finally:
-                spent[0] += time.process_time() - started
+                depth[0] -= 1
+                if not depth[0]:
+                    spent[0] += time.process_time() - started
         return wrapper
 
-    for name, method in originals.items():
-        setattr(SokobanFairnessEnv, name, timed(method))
+    for (cls, name), method in originals.items():
+        setattr(cls, name, timed(method))
     try:
         yield
     finally:
-        for name, method in originals.items():
-            setattr(SokobanFairnessEnv, name, method)
+        for (cls, name), method in originals.items():
+            setattr(cls, name, method)
 
 
 def environment_share(method: str, steps: int = SHARE_STEPS) -> float:
@@ -89,32 +100,65 @@ def environment_share(method: str, steps: int = SHARE_STEPS) -> float:
     return spent[0] / total
 
 
-def _timed_run(run) -> tuple[float, float, int]:
-    """(CPU-seconds, wall seconds, env steps trained) of ``run(folder)``, which returns its passes."""
-    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
-        cpu, wall = time.process_time(), time.perf_counter()
-        passes = run(Path(folder) / "run.jsonl")
-        return time.process_time() - cpu, time.perf_counter() - wall, passes[-1]["env_steps"]
+def _learning(learner, steps: int) -> tuple[float, float, int]:
+    """(CPU-seconds, wall seconds, env steps) of ``learner.train_until(steps)``: training alone."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    learner.train_until(steps, lambda done: None)
+    return time.process_time() - cpu, time.perf_counter() - wall, learner.env_steps
 
 
-def batched_figures() -> list[tuple[str, str, str, str]]:
-    """The batched PPO learner against the current trainer's PPO, in this run: CPU-seconds per
-    million env steps, each from a short run (a validation pass before and one after included)."""
-    from ...training.batched_ppo import train_batched
-    from ...training.train import train
+class _StableBaselines3PPO:
+    """stable-baselines3's own PPO with its defaults on the 8 shards and the network every method
+    trains (``train --method ppo``'s learner before issue 47), as a learner to time."""
 
-    batched = _timed_run(lambda log: train_batched(0, log, BATCHED_STEPS, BATCHED_STEPS))
-    current = _timed_run(lambda log: train("ppo", 0, log, SHARE_STEPS, SHARE_STEPS, quiet=True))
+    def __init__(self, log: Path):
+        from stable_baselines3 import PPO
+
+        from ...integrations.gymnasium_env.sb3 import make_sb3_vec
+        from ...training.recipe import NETWORK
+
+        self.envs = make_sb3_vec(8, 0, split="train", observation="grid", episode_log=log, method="PPO", update=0)
+        self.model = PPO("MlpPolicy", self.envs, n_steps=256, policy_kwargs={"net_arch": NETWORK}, seed=0,
+                         device="cpu", verbose=0)
+
+    @property
+    def env_steps(self) -> int:
+        return self.model.num_timesteps
+
+    def train_until(self, target: int, report) -> None:
+        self.model.learn(total_timesteps=target)
+
+
+def learner_figures() -> list[tuple[str, str, str, str]]:
+    """``train --method ppo``'s batched learner against stable-baselines3's own PPO, in this run:
+    CPU-seconds (and wall seconds) per million env steps of training, on one torch thread, each
+    from a short run with its episodes logged and no validation pass."""
+    import torch
+
+    from ...training import ppo
+
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as folder:
+        batched = ppo.build({"observation": "grid", "episode_log": Path(folder) / "batched.jsonl", "method": "PPO",
+                             "update": 0}, 0)
+        reference = _StableBaselines3PPO(Path(folder) / "reference.jsonl")
+        try:
+            figures = _learning(batched, BATCHED_STEPS), _learning(reference, SHARE_STEPS)
+        finally:
+            batched.close()
+            reference.envs.close()
 
     def per_million(cpu: float, wall: float, steps: int) -> str:
         return f"{cpu / steps * 1e6:,.0f} CPU-s ({wall / steps * 1e6:,.0f} s wall; {steps:,} env steps run)"
 
-    return [("training CPU-seconds per 1M env steps on one thread, from a short run of each in this run (a "
-             "validation pass before and one after included): the batched PPO (`sokoban_tools/training/"
-             "batched_ppo.py`, 256 environments as arrays, not yet `train`'s learner) against `train --method ppo`",
-             f"batched {per_million(*batched)}; `train --method ppo` {per_million(*current)}: "
-             f"{(current[0] / current[2]) / (batched[0] / batched[2]):.0f}× per env step",
-             "", "≤ 120 CPU-s, ≥ 5× (issue 47)")]
+    (cpu, _, steps), (old_cpu, _, old_steps) = figures
+    return [("training CPU-seconds per 1M env steps on one torch thread, learning alone (a short run of each in "
+             "this run, episodes logged, no validation pass): `train --method ppo` (stable-baselines3's PPO "
+             "batched over 256 environments) against stable-baselines3's own PPO with its defaults on 8 "
+             "environments (`train`'s PPO before issue 47)",
+             f"batched {per_million(*figures[0])}; stable-baselines3's {per_million(*figures[1])}: "
+             f"{(old_cpu / old_steps) / (cpu / steps):.0f}× per env step",
+             "", "≥ 5× (issue 47)")]
 
 
 def training_figures(repo: Path) -> list[tuple[str, str, str, str]]:
@@ -129,12 +173,12 @@ def training_figures(repo: Path) -> list[tuple[str, str, str, str]]:
                          f"committed runs of {budget:,} env steps: env steps at the first pass at or above it × "
                          f"the run's CPU-seconds per env step, validation included)",
                          _by_method(runs, lambda r, t=threshold: cpu_seconds_to(r, t), _reached), "", ""))
-        rows.append(("training env steps per CPU-second, median over seeds (the committed runs' env steps over "
-                     "their CPU-seconds, validation passes included)",
-                     _by_method(runs, lambda r: r["env_steps"] / r["cpu_seconds"], lambda v, _: f"{v:,.0f}"),
-                     "", ""))
+        rows.append(("training CPU-seconds per 1M env steps on one torch thread, median (range) over seeds (the "
+                     "committed runs' CPU-seconds over their env steps, validation passes included)",
+                     _by_method(runs, lambda r: r["cpu_seconds"] / r["env_steps"] * 1e6, _spread),
+                     "", "≤ 120 CPU-s (issue 47)"))
     shares = {method: environment_share(method) for method in METHODS}
     rows.append((f"the environment's share of a training run's CPU time: `SokobanFairness-v1`'s reset and step, "
                  f"logging included (`train --steps {SHARE_STEPS:,}`, seed 0, a pass before and after)",
                  ", ".join(f"{METHODS[m]} {share:.1%}" for m, share in shares.items()), "", ""))
-    return rows + batched_figures()
+    return rows + learner_figures()
