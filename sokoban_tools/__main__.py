@@ -114,6 +114,11 @@ def _tuning() -> Main:
     return main
 
 
+def _tuning_search() -> Main:
+    from .training.tuning_search import main
+    return main
+
+
 def _summary() -> Main:
     from .pipeline.verification.summary import main
     return main
@@ -183,6 +188,8 @@ PIPELINE_COMMANDS = (
     Command("selection", f"select the 256 validation boards ({SELECTOR})", _selection, True),
     Command("tuning", "select the 256 tuning boards held out of the training pool (fairness/"
             "tuning-256.selection.json)", _tuning, True),
+    Command("tuning-search", "check every run of the tuning search in its logs and write its record (examples/"
+            "tuning/search.json)", _tuning_search, True),
     Command("summary", "write the split counts and statistics", _summary, True),
     Command("verify", "replay and verify every published board", _verify, True),
     Command("baselines", "compute the exact random-policy baselines", _baselines, True),
