@@ -4,8 +4,12 @@ search stated in advance (:mod:`sokoban_tools.training.tuning`), with the split 
 
 from __future__ import annotations
 
+from statistics import mean
+
+from ...records.tuning_split import TUNING_SIZE
 from ...training import tuning
 from ...training.methods import METHODS
+from ...training.tuning_search import SEARCH, read_search
 
 
 def _deviation(choice) -> str:
@@ -57,4 +61,32 @@ def tuning_values(table, selection: dict) -> dict[str, str]:
             "tuning_configurations": str(len(tuning.GRID)), "tuning_seeds": " and ".join(map(str, tuning.SEEDS)),
             "tuning_steps": f"{tuning.STEPS:,}", "tuning_eval_every": f"{tuning.EVAL_EVERY:,}",
             "tuning_options": f"--steps {tuning.STEPS} --eval-every {tuning.EVAL_EVERY}",
-            "tuning_choice_rule": tuning.CHOICE_RULE}
+            "tuning_choice_rule": tuning.CHOICE_RULE, "tuning_search": search_text(table, read_search())}
+
+
+def search_text(table, search: dict | None) -> str:
+    """The search's outcome from its committed record: each method's mean tuning-split success at
+    the last pass for every grid point, its choice in bold, and what the search cost."""
+    if search is None:
+        return ("The search has not yet been run: no configuration has been chosen, and every run on this page "
+                "trains with its method's recipe values.")
+    methods = search["methods"]
+    last: dict[tuple[str, int], list[int]] = {}
+    for run in search["runs"]:
+        last.setdefault((run["method"], run["config"]), []).append(run["passes"][-1][1])
+    rows = [["`--config`", *methods.values()], ["---"] * (1 + len(methods))]
+    for point in sorted({k for _, k in last}):
+        cells = []
+        for method in methods:
+            cell = f"{mean(last[method, point]) / TUNING_SIZE:.1%}"
+            cells.append(f"**{cell}**" if search["chosen"][method] == point else cell)
+        rows.append([str(point), *cells])
+    hours = sum(run["cpu_seconds"] for run in search["runs"]) / 3600
+    chosen = "; ".join(f"{label}: point {search['chosen'][m]}" for m, label in methods.items())
+    return (f"The search was run: {len(search['runs'])} tuning runs, {hours:.1f} CPU-hours in all. Each cell is a "
+            f"method's success on the {TUNING_SIZE} tuning boards at its last pass ({search['steps']:,} env steps), the "
+            f"mean over seeds {' and '.join(map(str, search['seeds']))}; the chosen point in bold. `python -m "
+            f"sokoban_tools tuning-search --logs DIR` read every run's log whole before writing `{SEARCH}` (each "
+            f"run's passes, env steps, CPU-seconds and the SHA-256 of its log and manifest): it refuses a search "
+            f"with a run missing or unfinished, or one that played a validation board or trained on a tuning "
+            f"board.\n\n{table(rows)}\n\nChosen: {chosen}.")
