@@ -37,7 +37,8 @@ def manifest_reads(monkeypatch):
 
 def settings(**changed) -> dict:
     values = {setting.key: None for setting in manifest_module.SETTINGS}
-    values.update(manifest_module.environment_settings(), **{"action_horizon": 15, **changed})
+    values.update(manifest_module.environment_settings(),
+                  **{"action_horizon": 15, "update_budget.unit": "updates", **changed})
     return values
 
 
@@ -85,3 +86,4 @@ def test_another_runs_manifest_is_refused_by_the_writer_of_a_log_holding_records
         with pytest.raises(manifest_module.ManifestError, match="another settings"):
             writer.write_manifest(new_manifest("GRPO", settings(action_horizon=30)), log)
     assert read_manifest(manifest_path(log))["settings"]["action_horizon"] == 15
+
