@@ -401,8 +401,28 @@ def keep_manifest(log: Path | str, manifest: dict) -> dict:
 
 
 def same_run(a: dict, b: dict) -> bool:
-    """Whether the manifests ``a`` and ``b`` are of one run: the same method and settings."""
-    return all(a[key] == b[key] for key in RUN_KEYS)
+    """Whether the manifests ``a`` and ``b`` are of one run: the same method and settings, and
+    no learner hyperparameters that differ (:func:`other_hyperparameters`)."""
+    return all(a[key] == b[key] for key in RUN_KEYS) and not other_hyperparameters(a, b)
+
+
+def other_hyperparameters(a: dict, b: dict) -> list[str]:
+    """The learner hyperparameters that differ between the manifests ``a`` and ``b`` where both
+    record them (``notes.learner.hyperparameters``, as ``train`` writes them): a run of another
+    recipe (``train --config``) has the same controlled settings, so only these tell it apart."""
+    recorded = [_hyperparameters(manifest) for manifest in (a, b)]
+    if None in recorded:
+        return []
+    old, new = recorded
+    return sorted(key for key in {*old, *new} if old.get(key) != new.get(key))
+
+
+def _hyperparameters(manifest: dict) -> dict | None:
+    """``notes.learner.hyperparameters`` as JSON holds them, or None where the notes have none."""
+    found = manifest.get(NOTES)
+    for key in ("learner", "hyperparameters"):
+        found = found.get(key) if isinstance(found, dict) else None
+    return json.loads(json.dumps(found)) if isinstance(found, dict) else None
 
 
 def check_fits(log: Path | str, manifest: dict, torn_ok: bool = False) -> bool:
@@ -437,6 +457,11 @@ def _this_runs(log: Path | str, manifest: dict, torn_ok: bool = False) -> dict |
         raise ManifestError(f"{path}: holds the manifest of a run with another {changed[0]} "
                             f"({', '.join(keys) or old['method']}), and {log} would mix both runs; "
                             f"give this run its own episode log")
+    differing = other_hyperparameters(old, manifest)
+    if differing:
+        raise ManifestError(f"{path}: records a run with other hyperparameters ({', '.join(differing)}: another "
+                            f"--config, or none), and {log} would mix both runs; give this run its own episode "
+                            f"log (train's --log)")
     return old
 
 
