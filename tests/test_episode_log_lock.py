@@ -125,7 +125,8 @@ def test_gymnasium_and_the_verl_agent_hooks_on_a_log_another_process_writes_are_
     log, holder = held
     with pytest.raises(LogInUse, match=f"pid {holder.pid}"):
         gymnasium.make(ENV_ID, episode_log=log)
-    manifest = new_manifest("GRPO", {**{key: None for key in SETTING}, **environment_settings()})
+    manifest = new_manifest("GRPO", {**{key: None for key in SETTING}, **environment_settings(),
+                                     "update_budget.unit": "updates"})
     with pytest.raises(LogInUse, match=f"pid {holder.pid}"):
         open_run(log, manifest)
     assert not log.exists() and not manifest_path(log).exists()

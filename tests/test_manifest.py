@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 from sokoban_tools.evaluation import compare
 from sokoban_tools.records.episodes import EpisodeRecord
-from sokoban_tools.records.manifest import (ENVIRONMENT, SETTINGS, ManifestError, add_costs,
+from sokoban_tools.records.manifest import (ENVIRONMENT, SETTINGS, VERL_AGENT_UNIT, ManifestError, add_costs,
                                                costs_from_verl_metrics, environment_settings,
                                                manifest_from_verl_config, manifest_path, new_manifest,
                                                read_manifest, write_manifest)
@@ -54,6 +54,7 @@ def test_a_manifest_from_the_launchers_config_holds_every_setting_with_the_confi
     assert list(settings) == [setting.key for setting in SETTINGS]
     for setting in SETTINGS:
         expected = (environment_settings()[setting.key] if setting.verl_agent == ENVIRONMENT
+                    else "updates" if setting.verl_agent == VERL_AGENT_UNIT  # verl-agent counts its budget in updates
                     else OmegaConf.select(config, setting.verl_agent))
         assert settings[setting.key] == expected and type(settings[setting.key]) in (type(expected), float)
     # the launcher's own figures, as run_sokoban.sh states them
@@ -109,8 +110,8 @@ def test_a_config_missing_a_setting_is_refused_naming_its_key():
 def example_settings(**changes) -> dict:
     settings = {setting.key: None for setting in SETTINGS}
     settings.update({"action_horizon": 15, "evaluation.before_training": True, "evaluation.frequency": 5,
-                     "initial_weights.model": "Qwen/Qwen2.5-VL-3B-Instruct", "decoding.validation.temperature": 0.4},
-                    **environment_settings())
+                     "initial_weights.model": "Qwen/Qwen2.5-VL-3B-Instruct", "decoding.validation.temperature": 0.4,
+                     "update_budget.unit": "updates"}, **environment_settings())
     settings.update(changes)
     return settings
 
@@ -123,6 +124,10 @@ def bad_manifests():
         ("wrong type", setting("action_horizon", "15"), r"settings\.action_horizon must be an integer"),
         ("bool as integer", setting("rollout.group_size", True), r"settings\.rollout\.group_size must be an integer"),
         ("nan", setting("reward.step", float("nan")), r"settings\.reward\.step must be a finite number"),
+        ("unit", setting("update_budget.unit", "steps"), r'settings\.update_budget\.unit must be "updates" or "env '
+                                                         r'steps", got "steps"'),
+        ("null unit", setting("update_budget.unit", None), r'settings\.update_budget\.unit must be "updates" or '
+                                                            r'"env steps", got null'),
         ("unknown setting", setting("decoding.training.beam", 4), r"settings: unknown key 'decoding\.training\.beam'"),
         ("missing setting", lambda m: m["settings"].pop("action_horizon"), r"settings: missing key 'action_horizon'"),
         ("unknown key", lambda m: m.__setitem__("comment", "x"), r"unknown key 'comment' \(free-form text goes under 'notes'\)"),
@@ -325,3 +330,72 @@ def test_compare_takes_several_allowed_differences_in_one_option_and_names_them_
     assert compare.main(["--a", str(a), "--b", str(b), "--allow-difference", *spelling]) == 0
     out = capsys.readouterr().out
     assert "Caveat: action_horizon differs" in out and "Caveat: decoding.validation.temperature differs" in out
+
+
+# --- the budget's unit: a setting of its own, older manifests read with it ------------------------
+
+def without_unit(manifest: dict) -> dict:
+    """``manifest`` as it was written before ``update_budget.unit`` existed."""
+    return {**manifest, "settings": {k: v for k, v in manifest["settings"].items() if k != "update_budget.unit"}}
+
+
+def env_step_manifest(**changes) -> dict:
+    from sokoban_tools.records.budget import StepSchedule
+
+    schedule = StepSchedule(total=200_000, every=20_000)
+    return new_manifest("PPO", example_settings(**schedule.settings(), **changes), notes={"schedule": schedule.note()})
+
+
+def test_a_step_schedule_states_env_steps_and_verl_agent_updates():
+    from sokoban_tools.records.budget import StepSchedule
+
+    assert StepSchedule(total=100, every=10).settings()["update_budget.unit"] == "env steps"
+    assert env_step_manifest()["settings"]["update_budget.unit"] == "env steps"
+    assert manifest_from_verl_config(composed())["settings"]["update_budget.unit"] == "updates"
+
+
+@pytest.mark.parametrize("committed, unit", [("examples/training/ppo-0.jsonl.manifest.json", "env steps"),
+                                             ("examples/training/grpo-0.jsonl.manifest.json", "env steps"),
+                                             ("examples/episodes/random.jsonl.manifest.json", "updates"),
+                                             ("results/smollm2-135m-text/episodes.jsonl.manifest.json", "updates")])
+def test_a_committed_manifest_without_the_unit_reads_with_the_unit_its_notes_imply(committed, unit):
+    """The committed manifests predate the field and stay as written: the reader fills it, env steps
+    where the notes' schedule says so (a learner counting env steps), else updates (verl-agent's)."""
+    path = REPO / committed
+    data = path.read_bytes()
+    assert "update_budget.unit" not in json.loads(data)["settings"]
+    settings = read_manifest(path)["settings"]
+    assert settings["update_budget.unit"] == unit and list(settings) == [setting.key for setting in SETTINGS]
+    assert path.read_bytes() == data
+
+
+@pytest.mark.parametrize("manifest", [env_step_manifest, lambda: new_manifest("GRPO", example_settings())],
+                         ids=["env steps", "updates"])
+def test_an_older_manifest_and_a_new_one_of_the_same_run_are_one_run(tmp_path, manifest):
+    """An older manifest beside a log holding records is kept (not rewritten) for the same run's new one."""
+    new = manifest()
+    log = write(tmp_path / "run.jsonl", records(new["method"], "s1", 0, pattern(60)))
+    manifest_path(log).write_text(json.dumps(without_unit(new)))
+    older = manifest_path(log).read_bytes()
+    assert read_manifest(manifest_path(log)) == new
+    assert write_manifest(log, new) == manifest_path(log) and manifest_path(log).read_bytes() == older
+    with pytest.raises(ManifestError, match=r"another settings \(update_budget\.unit\)"):
+        other = "updates" if new["settings"]["update_budget.unit"] == "env steps" else "env steps"
+        write_manifest(log, {**new, "settings": {**new["settings"], "update_budget.unit": other}})
+
+
+def test_compare_treats_an_older_manifest_and_a_new_one_as_the_same_settings(tmp_path, capsys):
+    a = run_log(tmp_path, "a", "CPAD", example_settings())
+    b = run_log(tmp_path, "b", "GRPO", example_settings(), wins=40)
+    manifest_path(b).write_text(json.dumps(without_unit(read_manifest(manifest_path(b)))))
+    assert compare.main(["--a", str(a), "--b", str(b)]) == 0
+    assert "only the method differs" in capsys.readouterr().out
+
+
+def test_compare_refuses_runs_of_different_units_unless_the_passes_are_chosen(tmp_path, capsys):
+    a = run_log(tmp_path, "a", "CPAD", example_settings())
+    b = run_log(tmp_path, "b", "GRPO", example_settings(**{"update_budget.unit": "env steps"}))
+    assert compare.main(["--a", str(a), "--b", str(b)]) == 1
+    assert 'controlled setting update_budget.unit differs: A "updates", B "env steps"' in capsys.readouterr().err
+    assert compare.main(["--a", str(a), "--b", str(b), "--update-a", "5", "--update-b", "5"]) == 0
+    assert "update_budget.unit differs" in capsys.readouterr().out  # said, as a schedule the user chose past

@@ -37,7 +37,8 @@ def manifest_reads(monkeypatch):
 
 def settings(**changed) -> dict:
     values = {setting.key: None for setting in manifest_module.SETTINGS}
-    values.update(manifest_module.environment_settings(), **{"action_horizon": 15, **changed})
+    values.update(manifest_module.environment_settings(),
+                  **{"action_horizon": 15, "update_budget.unit": "updates", **changed})
     return values
 
 
@@ -85,3 +86,29 @@ def test_another_runs_manifest_is_refused_by_the_writer_of_a_log_holding_records
         with pytest.raises(manifest_module.ManifestError, match="another settings"):
             writer.write_manifest(new_manifest("GRPO", settings(action_horizon=30)), log)
     assert read_manifest(manifest_path(log))["settings"]["action_horizon"] == 15
+
+
+def test_a_run_of_other_hyperparameters_is_refused_by_the_writer_that_checks_the_manifest(tmp_path):
+    """``train --config K`` states the same controlled settings as the default recipe: only the learner's
+    hyperparameters in the notes tell the runs apart, and the writer's one check of the manifest refuses
+    the other run's, so ``train`` reads no manifest itself."""
+    from sokoban_tools.records.episodes import EpisodeRecord
+
+    def run(**hyperparameters):
+        return new_manifest("GRPO", settings(), notes={"learner": {"hyperparameters": hyperparameters}})
+
+    log = tmp_path / "run.jsonl"
+    with episode_writer(log) as writer:
+        writer.write_manifest(run(lr=0.001, epochs=4), log)
+        writer.append([EpisodeRecord("GRPO", "0", "training", 0, "t", False, 0, -1.5, None, "")])
+        writer.write_manifest(run(lr=0.001, epochs=4), log)  # the same run: kept
+        with pytest.raises(manifest_module.ManifestError) as refused:
+            writer.write_manifest(run(lr=0.01, epochs=4, clip=0.2), log)
+    assert str(refused.value).startswith(f"{manifest_path(log)}: records a run with other hyperparameters (clip, lr: "
+                                         f"another --config, or none)")
+    assert str(refused.value).endswith("give this run its own episode log (train's --log)")
+    with episode_writer(log) as writer:  # a new process: its first check refuses it too
+        with pytest.raises(manifest_module.ManifestError, match="other hyperparameters"):
+            writer.write_manifest(run(lr=0.01, epochs=4), log)
+        writer.write_manifest(new_manifest("GRPO", settings()), log)  # notes without a learner: nothing to tell apart
+    assert read_manifest(manifest_path(log))["notes"]["learner"]["hyperparameters"] == {"lr": 0.001, "epochs": 4}

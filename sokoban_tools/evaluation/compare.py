@@ -34,9 +34,9 @@ the runs share initial weights; the exact sign test on the boards is kept beside
 conditional on the runs; and a line says how many seeds a side would detect a difference of
 the observed size with 80% power. Per stratum, the p-values are Holm-corrected across the
 strata. See :mod:`sokoban_tools.evaluation.stats`. ``--plot`` draws success against the
-pass labels (env steps or updates, as the manifests say) for both methods, the mean over
-runs where a side has several, with its 95% band, as PNG, PDF or SVG by the file's suffix
-(it needs matplotlib, the ``plot`` extra).
+pass labels (env steps or updates, as the manifests' ``update_budget.unit`` says) for both
+methods, the mean over runs where a side has several, with its 95% band, as PNG, PDF or SVG
+by the file's suffix (it needs matplotlib, the ``plot`` extra).
 """
 
 from __future__ import annotations
@@ -59,14 +59,15 @@ from ..protocol import STRATA
 from ..records.rows import DataError
 from ..records.boards import BoardsNotFound
 from .charts import PlotUnavailable, chart_format, interval_chart, line_chart, require_matplotlib
-from ..records.manifest import SETTING, ManifestError, manifest_path, setting_differences, total_costs
+from ..records.manifest import (BUDGET_UNIT, ENV_STEPS, SETTING, ManifestError, manifest_path, setting_differences,
+                                total_costs)
 from ..records.run import OpenRun, open_runs
 from .baselines import reference_lines
 from .inputs import check_rows_against_manifests, not_a_log, read_log, refuse_tuning_logs
 from .replay import Verification, verify_rows
 from .score import percent_interval, table
 from .scoring import BoardSet, Group, check_board_set, group_rows, read_logs
-from .pass_pairing import ENV_STEPS, TOLERANCE, budget_unit, measured_steps, pair, pass_steps
+from .pass_pairing import TOLERANCE, budget_unit, measured_steps, pair, pass_steps
 from .stats import (SUCCESS_INTERVAL, PairedTable, hierarchical_bootstrap, holm_adjusted, interquartile_mean,
                     newcombe_paired_interval, percentile_interval, permutation_test, probability_of_improvement,
                     seeds_for_power, sign_test_p, smallest_p, stratified_bootstrap, success_interval)
@@ -221,7 +222,7 @@ def read_manifests(runs: list[OpenRun]) -> dict[str, dict]:
 
 
 # The settings a schedule is: two passes chosen with --update-a/--update-b are compared whatever they are.
-SCHEDULE = ("update_budget.total_training_steps", "evaluation.frequency", "evaluation.before_training")
+SCHEDULE = ("update_budget.total_training_steps", BUDGET_UNIT, "evaluation.frequency", "evaluation.before_training")
 
 
 def check_settings(a: dict[str, dict], b: dict[str, dict], allowed: Collection[str],
@@ -578,8 +579,8 @@ def cost_lines(report: dict) -> list[str]:
 
 def learning_curves(report: dict, fmt: str = "png") -> bytes:
     """The report as a chart in ``fmt`` (png, pdf, svg), with the boards' exact random floor and
-    the optimal ceiling: success against the pass labels (env steps or updates, as the manifests
-    say) for both methods, with its 95% band (the mean over runs where a side has several); or,
+    the optimal ceiling: success against the pass labels (env steps or updates, as the manifests'
+    ``update_budget.unit`` says) for both methods, with its 95% band (the mean over runs where a side has several); or,
     at a single pass, where a curve would be two dots, a forest plot of both methods' success
     with its 95% interval over all boards and per stratum."""
     baselines, floor = report["baselines"], "random moves 1–4"
@@ -606,7 +607,7 @@ def learning_curves(report: dict, fmt: str = "png") -> bytes:
 
 
 def axis_unit(report: dict) -> str:
-    """What the pass labels count, from the manifests: env steps where both sides' say so, else
+    """What the pass labels count, from the manifests' units: env steps where both sides' say so, else
     updates (verl-agent's unit, and the one assumed for runs compared without manifests)."""
     return ENV_STEPS if {report[side]["unit"] for side in "ab"} == {ENV_STEPS} else "update"
 

@@ -64,7 +64,7 @@ from ..protocol import STRATA
 from ..records import strict_json
 from ..records.boards import BoardsNotFound
 from ..records.episodes import MOVE_LETTERS, read_episodes
-from ..records.manifest import SETTING, manifest_path
+from ..records.manifest import BUDGET_UNIT, SETTING, manifest_path
 from ..records.run import OpenRun
 from ..records.rows import DataError
 from .hub_benchmark import EVAL_RESULTS_FOLDER, TASK_IDS, eval_results, eval_results_name
@@ -143,7 +143,8 @@ def _checked_info(path: Path) -> dict:
         raise EntryRefused(f"{path}: date must be YYYY-MM-DD, got {info['date']!r}") from None
     if not isinstance(info["sha256"], dict) or sorted(info["sha256"]) != sorted((LOG, MANIFEST)):
         raise EntryRefused(f"{path}: sha256 must hold the digests of {LOG} and {MANIFEST}")
-    if not isinstance(info["settings"], dict) or sorted(info["settings"]) != sorted(SETTING):
+    older = set(SETTING) - {BUDGET_UNIT}  # an entry of a manifest written before the unit, which reads with it
+    if not isinstance(info["settings"], dict) or set(info["settings"]) not in (set(SETTING), older):
         raise EntryRefused(f"{path}: settings must hold every controlled setting, as the manifest had them")
     return info
 
@@ -233,7 +234,7 @@ def load_entry(folder: Path, boards: BoardSet, name: str | None = None, submitte
         raise EntryRefused(f"{folder / LOG}: holds {logs.training_rows} training rows; an entry is one validation "
                            f"pass")
     group, verification = check_pass(logs, boards, hint=_record_removed if submitted else incomplete_hint)
-    changed = [key for key in SETTING if manifest["settings"][key] != info["settings"][key]]
+    changed = [key for key in SETTING if key in info["settings"] and manifest["settings"][key] != info["settings"][key]]
     if changed:
         key = changed[0]
         raise EntryRefused(f"{folder / MANIFEST}: setting {key} is {json.dumps(manifest['settings'][key])}, but "

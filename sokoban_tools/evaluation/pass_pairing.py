@@ -19,19 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..records.budget import ENV_STEPS_COST
+from ..records.manifest import BUDGET_UNIT, ENV_STEPS
 from ..records.rows import DataError
 
-ENV_STEPS = "env steps"
-UPDATES = "updates"
-STEPS_COST = "training_env_steps"  # the env steps a run actually trained, in its manifest's costs
 TOLERANCE = 0.05  # two passes are one budget when their env steps differ by at most this share of the larger
 
 
 def budget_unit(manifest: dict) -> str:
-    """What a run's pass labels count: env steps, where its manifest's notes say the schedule is in
-    env steps (as every learner counting env steps writes it), else updates."""
-    notes = manifest.get("notes")
-    return ENV_STEPS if isinstance(notes, dict) and ENV_STEPS in str(notes.get("schedule", "")) else UPDATES
+    """What a run's pass labels count, updates or env steps: its manifest's ``update_budget.unit``."""
+    return manifest["settings"][BUDGET_UNIT]
 
 
 def update_steps(manifest: dict) -> int | None:
@@ -97,7 +94,7 @@ def pass_steps(label: int, runs: list[tuple[dict, int | None]]) -> PassSteps | N
 
 def _bounds(label: int, manifest: dict, measured: int | None) -> tuple[int, int | None]:
     """The fewest and the most env steps one run can have trained at its pass labelled ``label``."""
-    trained = manifest.get("costs", {}).get(STEPS_COST, {}).get("value")
+    trained = manifest.get("costs", {}).get(ENV_STEPS_COST, {}).get("value")
     if label == 0:
         return 0, 0
     if measured is not None:

@@ -2,6 +2,8 @@
 
 verl-agent validates before training (``evaluation.before_training``), every
 ``evaluation.frequency`` updates and after the last (``update_budget.total_training_steps``);
+a learner that counts env steps declares them in env steps (``update_budget.unit``), and its
+passes are checked alike;
 a resumed run validates again at the step it resumed from. A pass that is missing or
 not on that schedule changes what a learning curve shows without failing any check of
 the boards, so ``score`` reports each by update. A manifest whose evaluation settings are
@@ -16,6 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..records.manifest import BUDGET_UNIT, UPDATES
 from ..records.run import OpenRun
 
 _RESUMED = re.compile(r"resume-from-(\d+)")
@@ -67,7 +70,8 @@ def check_schedule(opened: OpenRun, runs: dict[tuple[str, str], tuple[set[int], 
     report = []
     for (method, run), (validated, trained) in sorted(runs.items()):
         entry = {"log": str(log), "method": method, "run": run, "validated": sorted(validated),
-                 "last_training_update": trained, **past, "checked": unchecked is None, "unchecked": unchecked}
+                 "last_training_update": trained, **past, "checked": unchecked is None, "unchecked": unchecked,
+                 "unit": manifest["settings"][BUDGET_UNIT] if manifest is not None else UPDATES}
         if unchecked is None and validated:
             reached = max(trained if trained is not None else 0, max(validated))
             required, allowed = expected_passes(manifest["settings"], reached, past["resumed_from"])
@@ -81,16 +85,18 @@ def check_schedule(opened: OpenRun, runs: dict[tuple[str, str], tuple[set[int], 
 def describe(entry: dict) -> str:
     """One line on a run's schedule and history, for the readable report."""
     name = f"{entry['method']} {entry['run']} ({Path(entry['log']).name})"
+    at = "update" if entry["unit"] == UPDATES else entry["unit"]  # what the labels count: "at env steps 20000"
     parts = []
     if not entry["checked"]:
         parts.append(f"schedule not checked: {entry['unchecked']}")
     else:
-        for key, label in (("missing", "MISSING validation pass at update"),
-                           ("unexpected", "UNEXPECTED validation pass (not on the manifest's schedule) at update")):
+        for key, label in (("missing", "MISSING validation pass at"),
+                           ("unexpected", "UNEXPECTED validation pass (not on the manifest's schedule) at")):
             if entry[key]:
-                parts.append(f"{label}{'s' if len(entry[key]) > 1 else ''} {', '.join(map(str, entry[key]))}")
+                plural = "s" if len(entry[key]) > 1 and at == "update" else ""
+                parts.append(f"{label} {at}{plural} {', '.join(map(str, entry[key]))}")
         if entry["stopped_early"]:
-            parts.append(f"the log ends at update {max(entry['validated'] + [entry['last_training_update'] or 0])} "
+            parts.append(f"the log ends at {at} {max(entry['validated'] + [entry['last_training_update'] or 0])} "
                          f"of {entry['total_training_steps']} (stopped, or still running)")
         if not parts:
             parts.append("validation passes as the manifest's schedule declares")

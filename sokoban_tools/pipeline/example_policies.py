@@ -34,7 +34,8 @@ import numpy as np
 
 from sokoban_published import PUBLISHED_FILES
 
-from ..records.manifest import SETTING, environment_settings, manifest_path, merge_costs, new_manifest
+from ..records.manifest import (BUDGET_UNIT, SETTING, UPDATES as IN_UPDATES, environment_settings, manifest_path,
+                                merge_costs, new_manifest)
 from ..evaluation.scoring import DEFAULT_VALIDATION
 from ..layout import EXAMPLE_EPISODES, VALIDATION_DATA
 from ..records.rows import BoardRow
@@ -117,7 +118,7 @@ def example_manifest(method: str, updates: tuple[int, ...], steps: int, searches
     settings.update(environment_settings())
     settings.update({"image_processing.observation": "state", "image_processing.history_length": 0,
                      "action_horizon": DEFAULT_MAX_STEPS, "reward.invalid_action_penalty": False,
-                     "update_budget.total_training_steps": max(updates),
+                     "update_budget.total_training_steps": max(updates), BUDGET_UNIT: IN_UPDATES,
                      "evaluation.before_training": 0 in updates,
                      "evaluation.frequency": gaps.pop() if len(gaps) == 1 else None})
     manifest = new_manifest(method, settings, notes=notes, trained=False)

@@ -7,7 +7,7 @@ verl-agent's schedule is in updates (``update_budget.total_training_steps``,
 ``evaluation.frequency``, ``evaluation.before_training``), and ``score`` checks a log's
 validation passes against it. A learner that counts env steps (stable-baselines3, CleanRL)
 gives a :class:`StepSchedule` to the Gymnasium environment instead: the environment writes the three
-settings in env steps (and says so in the manifest's notes), the learner labels every record
+settings in env steps, with ``update_budget.unit`` "env steps" beside them, the learner labels every record
 with its env-step count and each validation pass with its nominal point (:meth:`due`), and
 ``score`` checks the passes as it checks any schedule. A learner collects env steps in
 rollouts, so it reaches a point a little past it (100,352 for 100,000): the pass keeps the
@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..checks import integer
+from .manifest import BUDGET_UNIT, ENV_STEPS
 
 ENV_STEPS_COST = "training_env_steps"  # costs entry: env steps actually trained (unit "env steps")
-UNIT = "env steps"
+UNIT = ENV_STEPS
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,8 @@ class StepSchedule:
             raise TypeError(f"before_training must be true or false, got {self.before_training!r}")
 
     def settings(self) -> dict:
-        """The manifest's schedule settings, in env steps."""
-        return {"update_budget.total_training_steps": self.total, "evaluation.frequency": self.every,
+        """The manifest's schedule settings, in env steps, as their unit says."""
+        return {"update_budget.total_training_steps": self.total, BUDGET_UNIT: UNIT, "evaluation.frequency": self.every,
                 "evaluation.before_training": self.before_training, "update_budget.total_epochs": None}
 
     def note(self) -> str:

@@ -24,7 +24,9 @@ A manifest is a JSON object with exactly these keys (any order):
 ``method``         the method, free text (it may differ between compared runs)
 ``settings``       every key of :data:`SETTINGS`; a value of the stated type, or
                    null where the setting does not apply (a scripted policy
-                   has no decoding)
+                   has no decoding); ``update_budget.unit`` is never null, and a
+                   manifest written before it existed reads with it filled
+                   (:func:`with_budget_unit`)
 ``costs``          ``{name: {"unit": str, "value": number >= 0}}``: what the run
                    spent, per named entry (``gen``, ``update_actor``, a
                    method's extra scoring...), never mixed into success
@@ -45,6 +47,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import dataclass
@@ -72,6 +75,9 @@ BOARDS = "boards"
 TUNING = "tuning"  # a tuning run's entry (sokoban_tools.records.tuning_split.tuning_record)
 BOARD_SOURCES = ({"folder"}, {"hub_repo", "hub_revision"})  # the key sets a boards entry may have
 ENVIRONMENT = "the environment"  # the source of settings that sokoban_tools.runtime.env defines
+UPDATES, ENV_STEPS = UNITS = ("updates", "env steps")  # what a run's budget, schedule and update labels count
+BUDGET_UNIT = "update_budget.unit"
+VERL_AGENT_UNIT = "verl-agent's schedule"  # the source of BUDGET_UNIT in verl-agent: it always counts updates
 RUN_KEYS = ("method", "settings")  # what makes two manifests one run's (notes and costs may differ)
 KINDS = {"integer": (int,), "number": (int, float), "boolean": (bool,), "string": (str,)}
 
@@ -87,8 +93,9 @@ class Setting:
     key: str
     kind: str  # a key of KINDS
     meaning: str
-    verl_agent: str  # a dotted key of the composed config, or ENVIRONMENT
+    verl_agent: str  # a dotted key of the composed config, ENVIRONMENT, or VERL_AGENT_UNIT
     optional: bool = False  # absent from verl-agent's config unless the launcher adds it: null then
+    choices: tuple[str, ...] = ()  # where given, the only values allowed (and never null)
 
     @property
     def group(self) -> str:
@@ -148,10 +155,13 @@ SETTINGS: tuple[Setting, ...] = (
             "data.train_batch_size"),
     Setting("update_budget.total_epochs", "integer", "passes over the training batches", "trainer.total_epochs"),
     Setting("update_budget.total_training_steps", "integer",
-            "updates, when set (else total_epochs × batches per epoch)", "trainer.total_training_steps"),
+            "the budget, in update_budget.unit, when set (else total_epochs × batches per epoch)",
+            "trainer.total_training_steps"),
+    Setting(BUDGET_UNIT, "string", 'what the budget, evaluation.frequency and every record\'s update count: '
+            '"updates" or "env steps"', VERL_AGENT_UNIT, choices=UNITS),
     Setting("evaluation.before_training", "boolean", "a validation pass at update 0", "trainer.val_before_train"),
-    Setting("evaluation.frequency", "integer", "a validation pass every this many updates, and after the last",
-            "trainer.test_freq"),
+    Setting("evaluation.frequency", "integer", "a validation pass every this many updates (or env steps), and "
+            "after the last", "trainer.test_freq"),
     *_decoding("training", _ROLLOUT),
     *_decoding("validation", f"{_ROLLOUT}.val_kwargs"),
 )
@@ -216,9 +226,9 @@ def manifest_from_verl_config(config, method: str | None = None, notes=None, boa
     """The manifest of a run launched with verl-agent's composed Hydra ``config``
     (a DictConfig or a plain nested dict); ``method`` defaults to the config's
     ``algorithm.adv_estimator``."""
-    values = environment_settings()
+    values = {**environment_settings(), BUDGET_UNIT: UPDATES}
     for setting in SETTINGS:
-        if setting.verl_agent != ENVIRONMENT:
+        if setting.verl_agent not in (ENVIRONMENT, VERL_AGENT_UNIT):
             value = _lookup(config, setting.verl_agent, setting.optional)
             if setting.kind == "number" and isinstance(value, int) and not isinstance(value, bool) and finite(value):
                 value = float(value)  # YAML's 1 and 1.0 are the same setting (a huge one is refused below)
@@ -237,7 +247,10 @@ def finite(value) -> bool:
         return False
 
 
-def _problem(value, kind: str) -> str | None:
+def _problem(value, setting: Setting) -> str | None:
+    kind = setting.kind
+    if setting.choices and value not in setting.choices:
+        return f"must be {' or '.join(json.dumps(choice) for choice in setting.choices)}, got {json.dumps(value)}"
     if value is None:
         return None
     if isinstance(value, bool) != (kind == "boolean") or not isinstance(value, KINDS[kind]):
@@ -294,7 +307,7 @@ def check_manifest(manifest, source: str) -> dict:
         if setting.key not in settings:
             raise ManifestError(f"{source}: settings: missing key {setting.key!r} ({setting.meaning}; "
                                 f"null if it does not apply); {fix}")
-        problem = _problem(settings[setting.key], setting.kind)
+        problem = _problem(settings[setting.key], setting)
         if problem:
             raise ManifestError(f"{source}: settings.{setting.key} {problem}; {fix}")
     for name, entry in _object(manifest["costs"], "costs", source).items():
@@ -336,12 +349,30 @@ def read_manifest_bytes(path: Path | str) -> bytes:
 
 
 def parse_manifest(data: bytes, path: Path | str) -> dict:
-    """The checked manifest that ``data``, read from ``path``, holds."""
+    """The checked manifest that ``data``, read from ``path``, holds (an older one with the
+    settings it lacks filled, :func:`with_budget_unit`)."""
     try:
         manifest = strict_json.loads(data.decode("utf-8"))
     except ValueError as err:  # UnicodeDecodeError included
         raise ManifestError(f"{path}: is not a JSON object ({err}); write it again") from None
-    return check_manifest(manifest, str(path))
+    return check_manifest(with_budget_unit(manifest), str(path))
+
+
+def with_budget_unit(manifest):
+    """``manifest`` as read from a file; one written before :data:`BUDGET_UNIT` existed gains it, as
+    readers used to infer it: env steps where its notes' ``schedule`` says so (as every learner
+    counting env steps wrote it), else updates. Its other settings keep their order, the unit
+    takes its place among them, and the file is not touched: an older manifest and a new one of
+    the same run read as the same settings."""
+    settings = manifest.get("settings") if isinstance(manifest, dict) else None
+    if not isinstance(settings, dict) or BUDGET_UNIT in settings:
+        return manifest
+    notes = manifest.get(NOTES)
+    schedule = notes.get("schedule") if isinstance(notes, dict) else None
+    unit = ENV_STEPS if isinstance(schedule, str) and ENV_STEPS in schedule else UPDATES
+    filled = {**settings, BUDGET_UNIT: unit}
+    ordered = {key: filled[key] for key in SETTING if key in filled}  # unknown keys last, for the check to name
+    return {**manifest, "settings": {**ordered, **filled}}
 
 
 def write_manifest(log: Path | str, manifest: dict) -> Path:
@@ -370,8 +401,28 @@ def keep_manifest(log: Path | str, manifest: dict) -> dict:
 
 
 def same_run(a: dict, b: dict) -> bool:
-    """Whether the manifests ``a`` and ``b`` are of one run: the same method and settings."""
-    return all(a[key] == b[key] for key in RUN_KEYS)
+    """Whether the manifests ``a`` and ``b`` are of one run: the same method and settings, and
+    no learner hyperparameters that differ (:func:`other_hyperparameters`)."""
+    return all(a[key] == b[key] for key in RUN_KEYS) and not other_hyperparameters(a, b)
+
+
+def other_hyperparameters(a: dict, b: dict) -> list[str]:
+    """The learner hyperparameters that differ between the manifests ``a`` and ``b`` where both
+    record them (``notes.learner.hyperparameters``, as ``train`` writes them): a run of another
+    recipe (``train --config``) has the same controlled settings, so only these tell it apart."""
+    recorded = [_hyperparameters(manifest) for manifest in (a, b)]
+    if None in recorded:
+        return []
+    old, new = recorded
+    return sorted(key for key in {*old, *new} if old.get(key) != new.get(key))
+
+
+def _hyperparameters(manifest: dict) -> dict | None:
+    """``notes.learner.hyperparameters`` as JSON holds them, or None where the notes have none."""
+    found = manifest.get(NOTES)
+    for key in ("learner", "hyperparameters"):
+        found = found.get(key) if isinstance(found, dict) else None
+    return json.loads(json.dumps(found)) if isinstance(found, dict) else None
 
 
 def check_fits(log: Path | str, manifest: dict, torn_ok: bool = False) -> bool:
@@ -406,6 +457,11 @@ def _this_runs(log: Path | str, manifest: dict, torn_ok: bool = False) -> dict |
         raise ManifestError(f"{path}: holds the manifest of a run with another {changed[0]} "
                             f"({', '.join(keys) or old['method']}), and {log} would mix both runs; "
                             f"give this run its own episode log")
+    differing = other_hyperparameters(old, manifest)
+    if differing:
+        raise ManifestError(f"{path}: records a run with other hyperparameters ({', '.join(differing)}: another "
+                            f"--config, or none), and {log} would mix both runs; give this run its own episode "
+                            f"log (train's --log)")
     return old
 
 

@@ -39,7 +39,9 @@ from pathlib import Path
 
 from ..extras import install_advice
 from ..help_text import Parser
-from ..records.manifest import TUNING, manifest_path, read_manifest
+from ..records.budget import ENV_STEPS_COST
+from ..records.manifest import BUDGET_UNIT, ENV_STEPS, TUNING, manifest_path
+from ..records.run import OpenRun
 from ..records.rows import DataError
 from .checkpoint import checkpoint_path
 from .publish import publish, published_name
@@ -77,18 +79,16 @@ def finished_costs(log: Path, steps: int, every: int | None, tuning: bool = Fals
     """The costs of the run at ``log`` if it has reached this budget (``train`` records them then),
     else None; a run of another budget, or another kind (``tuning``) or grid point (``config``), is not
     finished here, and ``train`` refuses to continue it."""
-    manifest = manifest_path(log)
-    if not manifest.exists():
+    recorded = OpenRun(log).manifest()
+    if recorded is None:
         return None
-    recorded = read_manifest(manifest)
     settings = recorded["settings"]
-    if settings[BUDGET] != steps or (every is not None and settings[FREQUENCY] != every):
+    budget = (settings[BUDGET_UNIT], settings[BUDGET], settings[FREQUENCY] if every is not None else None)
+    if budget != (ENV_STEPS, steps, every):  # a budget in updates is another learner's
         return None
     learner = recorded.get("notes", {}).get("learner", {})
     if (TUNING in recorded) != tuning or learner.get(GRID_POINT) != config:
         return None
-    from ..records.budget import ENV_STEPS_COST
-
     return recorded["costs"] if ENV_STEPS_COST in recorded["costs"] else None
 
 

@@ -37,7 +37,6 @@ validation boards; its manifest says so, and score, compare and leaderboard refu
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shlex
 import sys
@@ -47,9 +46,9 @@ from pathlib import Path
 import numpy as np
 
 from ..help_text import Parser
-from ..paths import PathError, os_error_line
+from ..paths import os_error_line
 from ..records.episodes import EpisodeWriter, episode_writer
-from ..records.manifest import manifest_path, read_manifest
+from ..records.manifest import manifest_path
 from ..records.rows import DataError
 from ..records.tuning_split import TUNING_SELECTION, TUNING_SIZE
 from .checkpoint import FORMAT, checkpoint_path, load_checkpoint, log_records, save_checkpoint
@@ -104,7 +103,6 @@ class Run:
         common = {"observation": "grid", "episode_log": log, "method": METHODS[method], "run": str(seed),
                   "update": 0, "settings": settings(method), "schedule": self.schedule,
                   "notes": hyperparameters(method, config), "tuning": tuning}
-        _check_hyperparameters(log, common["notes"]["hyperparameters"])
         self.validation = [SokobanFairnessEnv(split="validation", shard_index=i, shard_count=VALIDATION_ENVS,
                                               **common) for i in range(VALIDATION_ENVS)]
         self.learner = BY_NAME[method].build(common, seed, None if config is None else grid_point(config))
@@ -155,22 +153,6 @@ class Run:
         torch.set_rng_state(state["rng"]["torch"])
         np.random.set_state(state["rng"]["numpy"])
         random.setstate(state["rng"]["python"])
-
-
-def _check_hyperparameters(log: Path, hyperparameters: dict) -> None:
-    """Refuse to write ``log`` when the manifest beside it records a run of other hyperparameters (another
-    ``--config``): the manifest, kept for a run of the same settings, would describe the other run's."""
-    try:
-        recorded = read_manifest(manifest_path(log)).get("notes", {}).get("learner", {}).get("hyperparameters")
-    except (DataError, PathError):
-        return  # none, or one the environment replaces or refuses itself
-    if recorded is None:
-        return
-    ours = json.loads(json.dumps(hyperparameters))  # as the manifest holds them
-    changed = sorted(key for key in {*recorded, *ours} if recorded.get(key) != ours.get(key))
-    if changed:
-        raise DataError(f"{manifest_path(log)}: records a run with other hyperparameters ({', '.join(changed)}: "
-                        f"another --config, or none); give this run its own --log")
 
 
 def _seed_everything(seed: int) -> None:

@@ -88,7 +88,7 @@ from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DEFAULT_MAX_STEPS, DIM_ROOM
 from ...records.boards import load_boards
 from ...records.episodes import episode_writer
-from ...records.manifest import SETTING, environment_settings, new_manifest
+from ...records.manifest import BUDGET_UNIT, SETTING, UPDATES, environment_settings, new_manifest
 from ...records.rows import BoardRow
 from ...records.tuning_split import tuning_record, tuning_split
 from ...runtime.env import ALL_ACTIONS, ACTION_CHOICES, FairSokobanEnv
@@ -206,6 +206,7 @@ class SokobanFairnessEnv(gymnasium.Env):
             raise ValueError(f"settings: {overridden} are what this environment plays ({', '.join(f'{k}={own[k]!r}' for k in overridden)}), "
                              f"not the learner's to state; leave them out (max_steps= sets the horizon)")
         values = {key: None for key in SETTING}
+        values[BUDGET_UNIT] = UPDATES  # the learner's labels, unless a schedule= or the learner says env steps
         values.update(own)
         values.update(settings)
         return new_manifest(self.method, values, self.manifest_notes(), trained=trained,

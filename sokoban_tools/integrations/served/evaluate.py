@@ -44,8 +44,8 @@ from ...paths import PathError, error_text, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, EpisodeWriter, episode_writer, read_episodes
-from ...records.manifest import (NOTES, SETTING, ManifestError, environment_settings, manifest_path, new_manifest,
-                                 read_manifest)
+from ...records.manifest import (BUDGET_UNIT, NOTES, SETTING, UPDATES, ManifestError, environment_settings,
+                                 manifest_path, new_manifest, read_manifest)
 from ...records.rows import BoardRow, DataError
 from .client import Decoding, ServedModel, Stop, public_url, without_credentials
 from .prompt import TEXT_PROMPT_NO_HISTORY_SHA256, TEXT_PROMPT_SHA256, UPSTREAM_COMMIT, VISUAL_PROMPT_SHA256
@@ -192,6 +192,7 @@ def manifest_for(played: Played, decoding: Decoding, server_kind: str, boards: i
     """The run manifest of this evaluation (see the module docstring and ``--settings-from``)."""
     trained = played.trained
     settings = {key: None for key in SETTING}
+    settings[BUDGET_UNIT] = UPDATES  # what --update counts, unless the training run's manifest says otherwise
     if trained is not None:
         settings.update((key, value) for key, value in trained["settings"].items() if key not in PLAYED)
     settings.update(environment_settings())

@@ -26,7 +26,7 @@ from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import board_source, load_boards
 from ...records.episodes import EpisodeRecord, episode_writer
-from ...records.manifest import SETTING, environment_settings, new_manifest
+from ...records.manifest import BUDGET_UNIT, SETTING, UPDATES, environment_settings, new_manifest
 from ..served.client import Decoding
 from ..served.evaluate import LAUNCHER, Played, off_protocol, turn_notes
 from ..served.text_turn import TEXT_MODE
@@ -133,6 +133,7 @@ def manifest_settings(settings: RunSettings, observation: str = TEXT_MODE) -> di
         "rollout.group_size": settings.group_size,
         "update_budget.groups_per_update": settings.groups_per_update,
         "update_budget.total_training_steps": settings.updates,
+        BUDGET_UNIT: UPDATES,
         "evaluation.before_training": settings.val_before_train,
         "evaluation.frequency": settings.test_freq,
     })

@@ -28,7 +28,7 @@ from pathlib import Path
 from ...layout import VALIDATION_DATA
 from ...records.boards import load_boards
 from ...records.episodes import EpisodeRecord
-from ...records.manifest import new_manifest
+from ...records.manifest import BUDGET_UNIT, UPDATES, new_manifest
 from ...records.rows import BoardRow, DataError
 
 ENV_NAME = "SokobanFairness"
@@ -90,6 +90,7 @@ def manifest_from_vagen_config(cfg: dict, method: str, trained: bool = False) ->
         "update_budget.groups_per_update": None,
         "update_budget.total_epochs": None,
         "update_budget.total_training_steps": None,
+        BUDGET_UNIT: UPDATES,  # VAGEN labels its passes by update, as verl does
         "evaluation.before_training": None,
         "evaluation.frequency": None,
         **{f"decoding.training.{key}": None for key in ("temperature", "top_p", "top_k", "do_sample",

@@ -32,7 +32,8 @@ from ...evaluation.figures import board_sheet, replay_strip
 from ...evaluation.stats import success_interval
 from ...evaluation.hub_benchmark import EVAL_RESULTS_FOLDER, FRAMEWORK, PLAN_TASK, TASK_IDS, eval_yaml
 from ...evaluation.baselines import POLICY_LABELS
-from ...records.manifest import ENVIRONMENT, GROUPS, SETTINGS, SUFFIX, manifest_path, read_manifest
+from ...records.manifest import (ENVIRONMENT, GROUPS, SETTINGS, SUFFIX, UPDATES, VERL_AGENT_UNIT, manifest_path,
+                                read_manifest)
 from ...extras import install_advice
 from ...files import sha256_bytes
 from ...layout import (BASELINES_FILE, BASELINES_IMAGE, BOARD_SHEET_IMAGE, CARD, CONFIGURATIONS,
@@ -516,8 +517,8 @@ def fair_comparison_values() -> dict[str, object]:
     checklist = [f"- [ ] **{title}**: " + ", ".join(f"`{s.key}`" for s in SETTINGS if s.group == title)
                  for _, title in GROUPS]
     rows = [["Setting", "Type", "Meaning", "verl-agent config key"], ["---"] * 4]
-    rows += [[f"`{s.key}`", s.kind, s.meaning,
-              "the environment's constant" if s.verl_agent == ENVIRONMENT else f"`{s.verl_agent}`"
+    fixed = {ENVIRONMENT: "the environment's constant", VERL_AGENT_UNIT: f'always "{UPDATES}"'}
+    rows += [[f"`{s.key}`", s.kind, s.meaning, fixed.get(s.verl_agent, f"`{s.verl_agent}`")
               + (" (if set)" if s.optional else "")] for s in SETTINGS]
     return {"fair_comparison_checklist": "\n".join(checklist), "manifest_settings_table": _table(rows),
             "manifest_suffix": SUFFIX}

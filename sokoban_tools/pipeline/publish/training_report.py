@@ -25,7 +25,8 @@ from ...evaluation.pass_pairing import TOLERANCE, gap, pass_steps, update_steps
 from ...evaluation.stats import holm_adjusted
 from ...layout import TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
 from ...records.budget import ENV_STEPS_COST
-from ...records.manifest import manifest_path, read_manifest, setting_differences
+from ...records.manifest import BUDGET_UNIT, ENV_STEPS, manifest_path, read_manifest, setting_differences
+from ...records.rows import DataError
 from ...training.publish import published_name
 from ...training.train import DEFAULT_STEPS, METHODS
 
@@ -44,7 +45,8 @@ def run_logs(repo: Path) -> dict[str, list[Path]]:
 
 
 def scored_runs(repo: Path, logs: dict[str, list[Path]]) -> list[dict]:
-    """Every run's passes (every validation episode replayed), success at each and costs."""
+    """Every run's passes (every validation episode replayed), success at each and costs; a run whose
+    budget is not in env steps, as every figure here is, is refused."""
     scored = score.score([log for method in logs for log in logs[method]], validation=repo / VALIDATION_DATA,
                          verify=True)
     success = {(g["method"], g["run"], g["update"]): (g["wins"], g["boards"]) for g in scored["groups"]}
@@ -52,6 +54,9 @@ def scored_runs(repo: Path, logs: dict[str, list[Path]]) -> list[dict]:
     for method, paths in logs.items():
         for path in paths:
             manifest = read_manifest(manifest_path(path))
+            if manifest["settings"][BUDGET_UNIT] != ENV_STEPS:
+                raise DataError(f"{manifest_path(path)}: counts its budget in {manifest['settings'][BUDGET_UNIT]}, "
+                                f"and the training report's are env steps; commit runs that train --publish wrote")
             run = path.stem.rsplit("-", 1)[1]
             points = sorted(u for m, r, u in success if m == METHODS[method] and r == run)
             runs.append({"method": method, "seed": int(run), "log": path, "manifest": manifest, "points": points,
