@@ -111,18 +111,20 @@ def relabelled(tmp_path, method: str, seed: int, every: int, trained: int) -> st
 
 def test_compare__passes_of_one_label_far_apart_in_env_steps_are_not_paired_silently(tmp_path, capsys):
     grpo = relabelled(tmp_path, "grpo", 0, 2000, 5521)
-    ppo = relabelled(tmp_path, "ppo", 0, 2000, 4096)
-    assert compare.main(["--a", ppo, "--b", grpo, *OWN, "--updates", "2000"]) == 1
+    ppo_log = relabelled(tmp_path, "ppo", 0, 2000, 4096)
+    assert compare.main(["--a", ppo_log, "--b", grpo, *OWN, "--updates", "2000"]) == 1
     err = capsys.readouterr().err
-    # PPO's updates are 2,048 steps, GRPO's up to its groups x group size x horizon: each played its pass after
-    # 2,000 and within an update of it
+    # PPO's updates are its rollouts (n_steps x n_envs), GRPO's up to its groups x group size x horizon: each played
+    # its pass after 2,000 and within an update of it
     settings = committed_manifest("grpo")["settings"]
     update = settings["update_budget.groups_per_update"] * settings["rollout.group_size"] * settings["action_horizon"]
-    assert (f"the passes labelled 2,000 may be up to {max(2047, update - 1):,} env steps apart: A's pass at 2,000 to "
-            f"4,047 env steps, B's at 2,000 to {2000 + update - 1:,}") in err and "--step-tolerance" in err
-    assert compare.main(["--a", ppo, "--b", grpo, *OWN, "--updates", "4000"]) == 1
+    ppo = committed_manifest("ppo")["notes"]["learner"]["hyperparameters"]
+    rollout = ppo["n_steps"] * ppo["n_envs"]
+    assert (f"the passes labelled 2,000 may be up to {max(rollout, update) - 1:,} env steps apart: A's pass at 2,000 "
+            f"to {2000 + rollout - 1:,} env steps, B's at 2,000 to {2000 + update - 1:,}") in err and "--step-tolerance" in err
+    assert compare.main(["--a", ppo_log, "--b", grpo, *OWN, "--updates", "4000"]) == 1
     assert "A's pass at 4,096 env steps, B's at 5,521" in capsys.readouterr().err
-    loose = report(capsys, "--a", ppo, "--b", grpo, *OWN, "--updates", "0", "4000", "--step-tolerance", "0.3")
+    loose = report(capsys, "--a", ppo_log, "--b", grpo, *OWN, "--updates", "0", "4000", "--step-tolerance", "0.3")
     assert [u["paired_by"] for u in loose["updates"]] == ["env steps", "env steps"]
     # The committed runs' passes at half PPO's budget and at its end are within 5% of each other.
     committed = report(capsys, "--a", *logs("ppo"), "--b", *logs("grpo"), *OWN, "update_budget.total_training_steps",

@@ -356,7 +356,6 @@ def test_a_step_schedule_states_env_steps_and_verl_agent_updates():
 
 @pytest.mark.parametrize("committed, unit", [("examples/training/ppo-0.jsonl.manifest.json", "env steps"),
                                              ("examples/training/grpo-0.jsonl.manifest.json", "env steps"),
-                                             ("examples/episodes/random.jsonl.manifest.json", "updates"),
                                              ("results/smollm2-135m-text/episodes.jsonl.manifest.json", "updates")])
 def test_a_committed_manifest_without_the_unit_reads_with_the_unit_its_notes_imply(committed, unit):
     """The committed manifests predate the field and stay as written: the reader fills it, env steps

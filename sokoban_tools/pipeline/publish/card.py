@@ -52,11 +52,13 @@ from ...protocol import VALIDATION_SIZE, stratum_of
 from ...protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, DEFAULT_MAX_STEPS, STEP_PENALTY, WIN_REWARD
 from ...runtime.config import MAX_ENVIRONMENTS
 from ...runtime.workers import DEFAULT_ENVS_PER_ACTOR, RESTART_TIMEOUT
+from ...training.tuning_search import SEARCH, read_search
 from ..artifacts import command_line, run_command
 from ..baselines import HORIZON, POLICIES
 from ..example_policies import log_path
 from .image_tables import ImageTablesUnavailable, image_tables
 from .training_methods import method_values, tuning_values
+from .tuned_runs import tuned_text
 from .training_report import run_logs, seed_rows, training_picture, training_report, training_values
 from ..release import CARD_TEMPLATE, DATA_FILES, FLAG, NOT_WITH_CHECK, Release, changelog_of, pinned_of, release_to_pin
 
@@ -587,12 +589,14 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     example = example_report(repo)
     results = results_report(repo)
     training = training_report(repo)
+    search = read_search(repo / SEARCH)
     first = validation[0]
     try:  # the reports' entries, read where each figure is made
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
                   **example_values(example), **results_values(results), **real_model_values(repo),
                   **fair_comparison_values(), **hub_values(), **training_values(training, _table, baselines),
-                  **method_values(_table), **tuning_values(_table, _read_json(repo, published(TUNING_SELECTION_FILE)))}
+                  **method_values(_table), **tuning_values(_table, _read_json(repo, published(TUNING_SELECTION_FILE)),
+                                                           search), "tuned_runs": tuned_text(repo, search, _table)}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()

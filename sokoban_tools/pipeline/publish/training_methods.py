@@ -9,7 +9,7 @@ from statistics import mean
 from ...records.tuning_split import TUNING_SIZE
 from ...training import tuning
 from ...training.methods import METHODS
-from ...training.tuning_search import SEARCH, read_search
+from ...training.tuning_search import SEARCH
 
 
 def _deviation(choice) -> str:
@@ -40,9 +40,10 @@ def method_values(table) -> dict[str, str]:
     return {"training_methods": "\n".join(lines), "training_recipes": "\n\n".join(sections)}
 
 
-def tuning_values(table, selection: dict) -> dict[str, str]:
+def tuning_values(table, selection: dict, search: dict | None) -> dict[str, str]:
     """The Tuning split section: the split's quotas from its selection file (``selection``, the
-    file as ``python -m sokoban_tools tuning`` wrote it) and the grid, budget and choice rule."""
+    file as ``python -m sokoban_tools tuning`` wrote it), the grid, budget and choice rule, and the
+    search's outcome from its record (``search``; ``None`` before it is run)."""
     quotas = [["Shortest solution", "Training boards", "Exact quota", "Held out for tuning"], ["---"] * 4]
     quotas += [[f"{label} actions", f"{e['source_boards']:,}", e["exact_quota"], str(e["quota"])]
                for label, e in selection["strata"].items()]
@@ -61,7 +62,7 @@ def tuning_values(table, selection: dict) -> dict[str, str]:
             "tuning_configurations": str(len(tuning.GRID)), "tuning_seeds": " and ".join(map(str, tuning.SEEDS)),
             "tuning_steps": f"{tuning.STEPS:,}", "tuning_eval_every": f"{tuning.EVAL_EVERY:,}",
             "tuning_options": f"--steps {tuning.STEPS} --eval-every {tuning.EVAL_EVERY}",
-            "tuning_choice_rule": tuning.CHOICE_RULE, "tuning_search": search_text(table, read_search())}
+            "tuning_choice_rule": tuning.CHOICE_RULE, "tuning_search": search_text(table, search)}
 
 
 def search_text(table, search: dict | None) -> str:
