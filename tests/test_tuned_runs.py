@@ -1,0 +1,41 @@
+"""The tuned runs on docs/training.md: a method's recipe values sit at one grid point, and a committed tuned run
+that trains another point than its search chose is refused, naming the file and the --config to train."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sokoban_tools.layout import ROOT as REPO
+from sokoban_tools.pipeline.publish.tuned_runs import TUNED_RUNS, recipe_point, tuned_logs, tuned_text
+from sokoban_tools.records.rows import DataError
+from sokoban_tools.training import tuning
+from sokoban_tools.training.methods import BY_NAME
+
+
+@pytest.mark.parametrize("method", sorted(BY_NAME))
+def test_a_methods_recipe_values_are_its_grid_point(method):
+    module = BY_NAME[method]
+    recipe = {choice.name: choice.value for choice in module.RECIPE}
+    values = tuning.GRID[recipe_point(method)].values()
+    assert {module.TUNED[key]: value for key, value in values.items()} == {name: recipe[name]
+                                                                            for name in module.TUNED.values()}
+
+
+def test_a_tuned_run_of_another_grid_point_than_the_searchs_choice_is_refused(tmp_path):
+    folder = tmp_path / TUNED_RUNS
+    folder.mkdir(parents=True)
+    (folder / "grpo-0.jsonl").write_text("")
+    manifest = folder / "grpo-0.jsonl.manifest.json"
+    committed = json.loads((REPO / "examples/training/grpo-0.jsonl.manifest.json").read_text())
+    committed["notes"]["learner"]["tuning_grid_point"] = 3
+    manifest.write_text(json.dumps(committed))
+    with pytest.raises(DataError, match=rf"{manifest}: trains grid point 3, but the search chose 6 for grpo; "
+                                        rf"train it again with --config 6"):
+        tuned_logs(tmp_path, {"chosen": {"grpo": 6}})
+    assert tuned_logs(tmp_path, {"chosen": {"ppo": 6}}) == {}
+
+
+def test_without_a_search_or_tuned_runs_the_section_says_so(tmp_path):
+    assert tuned_text(tmp_path, None, None) == "No tuning search is committed yet, so no method has tuned runs."
