@@ -58,7 +58,7 @@ from ..baselines import HORIZON, POLICIES
 from ..example_policies import log_path
 from .image_tables import ImageTablesUnavailable, image_tables
 from .training_methods import method_values, tuning_values
-from .tuned_runs import tuned_text
+from .tuned_runs import TUNED_ENTRY, tuned_text
 from .training_report import run_logs, seed_rows, training_picture, training_report, training_values
 from ..release import CARD_TEMPLATE, DATA_FILES, FLAG, NOT_WITH_CHECK, Release, changelog_of, pinned_of, release_to_pin
 
@@ -463,6 +463,8 @@ def results_values(report: dict) -> dict[str, object]:
               "the settings, the same in all entries")
     return {
         "results_table": results_table(report["entries"]),
+        "results_tuned": ("; `-tuned`: at the point the [tuning search](docs/training.md#tuned-runs) chose, not the "
+                          "recipe's" if any(TUNED_ENTRY in r["entry"] for r in report["entries"]) else ""),
         "results_settings_differ": differ,
         "results_leaderboard": leaderboard.render(report),
         "results_entries": len(report["entries"]),

@@ -25,6 +25,7 @@ from ...training.train import GRID_POINT
 from .training_report import ALPHA, run_logs, scored_runs
 
 TUNED_RUNS = f"{TRAINING_RUNS}/tuned"
+TUNED_ENTRY = "-tuned-seed"  # results/<method>-tuned-seed<k>
 
 
 def recipe_point(method: str) -> int:
@@ -75,6 +76,6 @@ def tuned_text(repo: Path, search: dict | None, table) -> str:
             if kept else "")
     return (f"Each method's final runs train the grid point its search chose (`train --config K`), on the validation "
             f"boards, with the recipe runs' budget and schedule; they are published under `{TUNED_RUNS}/` and entered "
-            f"in results/ as `<method>-tuned-seed<k>` (the card's \"tuned\" rows).{same} Their last pass against the "
+            f"in results/ as `<method>{TUNED_ENTRY}<k>` (the card's \"tuned\" rows).{same} Their last pass against the "
             f"recipe's runs', with `compare`'s seed-aware test, Holm-corrected over the methods, at {ALPHA:.0%}:\n\n"
             f"{table(rows)}" if found else same.strip())
