@@ -56,11 +56,11 @@ def test_the_pages_run_by_hand_trains_validates_twice_scores_and_compares_as_wri
     updates = {}
     for record in read_episodes(log):
         updates.setdefault(record.update, set()).add(record.task_id)
-    assert {update: len(boards) for update, boards in updates.items()} == {0: 256, 20_000: 256}  # its first point
+    assert {update: len(boards) for update, boards in updates.items()} == {0: 256, 100_000: 256}  # its first point
     ours = read_manifest(manifest_path(log))
     committed = read_manifest(manifest_path(REPO / "examples" / "training" / "ppo-0.jsonl"))
     assert ours["settings"] == committed["settings"]  # sb3_settings and the schedule: train's, key for key
-    assert ours["costs"]["training_env_steps"]["value"] == 20_480
+    assert ours["costs"]["training_env_steps"]["value"] == 100_352
     outputs = []
     for line in shell.strip().splitlines():
         step = subprocess.run(["bash", "-c", line], cwd=folder, env=_env(), capture_output=True, text=True,
@@ -68,7 +68,7 @@ def test_the_pages_run_by_hand_trains_validates_twice_scores_and_compares_as_wri
         assert step.returncode == 0, (line, step.stdout[-2000:], step.stderr[-2000:])
         outputs.append(step.stdout)
     score_out, compare_out = outputs
-    assert "PPO by hand" in score_out and "20000" in score_out.replace(",", "")
+    assert "PPO by hand" in score_out and "100000" in score_out.replace(",", "")
     assert "PPO by hand" in compare_out and "allowed by --allow-difference" not in compare_out
 
 
