@@ -78,4 +78,4 @@ def tuned_text(repo: Path, search: dict | None, table) -> str:
             f"boards, with the recipe runs' budget and schedule; they are published under `{TUNED_RUNS}/` and entered "
             f"in results/ as `<method>{TUNED_ENTRY}<k>` (the card's \"tuned\" rows).{same} Their last pass against the "
             f"recipe's runs', with `compare`'s seed-aware test, Holm-corrected over the methods, at {ALPHA:.0%}:\n\n"
-            f"{table(rows)}" if found else same.strip())
+            f"{table(rows)}" if found else same.strip() or "No tuned run is committed yet.")
