@@ -336,7 +336,7 @@ def ranking(report: dict) -> str:
     up = [METHODS[m] for m, gain in rising(report).items() if gain > RISING]
     rise = ("all still rise" if len(up) == len(report["methods"]) else f"{', '.join(up)} still rise" if up else
             "none still rises")
-    return f"{seed_counts(report)} seeds a method: {relations}; {rise}."
+    return f"Recipe runs, {seed_counts(report)} seeds a method: {relations}; {rise}."
 
 
 def seed_counts(report: dict) -> str:
