@@ -59,7 +59,7 @@ from .recipe import NETWORK, SOURCES, recipe_notes
 from .tuning import GRID, grid_point, tuned_recipe
 
 METHODS = LABELS  # name -> label, from the one list of methods
-DEFAULT_STEPS = 1_000_000  # the committed group-method runs' budget (PPO's are 200k: docs/training.md)
+DEFAULT_STEPS = 1_000_000  # the committed runs' budget, every method's (docs/training.md)
 VALIDATION_ENVS = 16
 PASS_NAME = {False: "validation", True: "tuning-split validation"}  # what a pass plays, by --tuning
 GRID_POINT = "tuning_grid_point"  # the learner notes' --config, in a run given one
