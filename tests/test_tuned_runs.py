@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sokoban_tools.layout import ROOT as REPO
-from sokoban_tools.pipeline.publish.tuned_runs import TUNED_RUNS, recipe_point, tuned_logs, tuned_text
+from sokoban_tools.pipeline.publish.tuned_runs import TUNED_RUNS, tuned_logs, tuned_text
 from sokoban_tools.records.rows import DataError
 from sokoban_tools.training import tuning
 from sokoban_tools.training.methods import BY_NAME
@@ -18,7 +18,7 @@ from sokoban_tools.training.methods import BY_NAME
 def test_a_methods_recipe_values_are_its_grid_point(method):
     module = BY_NAME[method]
     recipe = {choice.name: choice.value for choice in module.RECIPE}
-    values = tuning.GRID[recipe_point(method)].values()
+    values = tuning.GRID[tuning.recipe_point(module)].values()
     assert {module.TUNED[key]: value for key, value in values.items()} == {name: recipe[name]
                                                                             for name in module.TUNED.values()}
 
@@ -38,4 +38,4 @@ def test_a_tuned_run_of_another_grid_point_than_the_searchs_choice_is_refused(tm
 
 
 def test_without_a_search_or_tuned_runs_the_section_says_so(tmp_path):
-    assert tuned_text(tmp_path, None, None) == "No tuning search is committed yet, so no method has tuned runs."
+    assert tuned_text(tmp_path, None, None, None) == "No tuning search is committed yet, so no method has tuned runs."

@@ -226,8 +226,6 @@ def train(method: str, seed: int, log: Path, steps: int, every: int, quiet: bool
     return run.passes
 
 
-
-
 def _record_costs(writer: EpisodeWriter, run: Run) -> None:
     """The run's costs, once, when it has reached its budget: CPU-seconds and env steps trained, added
     to the manifest its environments wrote or checked through the log's ``writer``."""

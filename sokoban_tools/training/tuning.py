@@ -57,6 +57,12 @@ def grid_point(index: int) -> Config:
     return GRID[index]
 
 
+def recipe_point(module) -> int:
+    """The grid point holding the recipe values of the method ``module`` (its ``RECIPE`` and ``TUNED``)."""
+    recipe = {choice.name: choice.value for choice in module.RECIPE}
+    return GRID.index(Config(**{key: recipe[name] for key, name in module.TUNED.items()}))
+
+
 def tuned_recipe(recipe: tuple[Choice, ...], names: dict[str, str], index: int) -> tuple[Choice, ...]:
     """``recipe`` with the choices the grid sets (``names``: grid name -> the method's choice name)
     taken from grid point ``index`` and sourced to it; a value that differs from the recipe's

@@ -22,6 +22,7 @@ each method's configuration chosen by :data:`~.tuning.CHOICE_RULE` (:func:`chose
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -81,7 +82,8 @@ def check_run(log: Path, method: str, point: int, seed: int, search: Search, boa
     again = f"train it again: {search.command(method, point, log.parent.parent)}"
     if not log.is_file():
         raise DataError(f"{log}: missing: the search needs every run; {again}")
-    manifest = OpenRun(log).required_manifest()
+    opened = OpenRun(log)
+    manifest = opened.required_manifest()
     learner = (manifest.get("notes") or {}).get("learner") or {}
     settings = manifest["settings"]
     expected = {"method": LABELS[method], GRID_POINT: point, "steps": search.steps, "every": search.every}
@@ -122,20 +124,23 @@ def check_run(log: Path, method: str, point: int, seed: int, search: Search, boa
     costs = manifest["costs"]
     return {"method": method, "config": point, "seed": seed, "passes": [[label, wins[label]] for label in labels],
             "env_steps": costs[ENV_STEPS_COST]["value"], "cpu_seconds": round(costs["cpu_seconds"]["value"], 1),
-            "log_sha256": sha256_file(log), "manifest_sha256": sha256_file(OpenRun(log).manifest_path)}
+            "log_sha256": sha256_file(log), "manifest_sha256": sha256_file(opened.manifest_path)}
+
+
+def last_passes(runs: list[dict]) -> dict[tuple[str, int], list[int]]:
+    """Each (method, grid point)'s wins at its runs' last pass, a seed each."""
+    last: dict[tuple[str, int], list[int]] = {}
+    for run in runs:
+        last.setdefault((run["method"], run["config"]), []).append(run["passes"][-1][1])
+    return last
 
 
 def chosen(runs: list[dict], methods) -> dict[str, int]:
     """Each method's grid point by :data:`~.tuning.CHOICE_RULE`: the highest mean over seeds of the
     last pass's wins, ties to the lower point."""
-    best = {}
-    for method in methods:
-        last: dict[int, list[int]] = {}
-        for run in runs:
-            if run["method"] == method:
-                last.setdefault(run["config"], []).append(run["passes"][-1][1])
-        best[method] = min(last, key=lambda point: (-mean(last[point]), point))
-    return best
+    last = last_passes(runs)
+    return {method: min((k for m, k in last if m == method), key=lambda k: (-mean(last[method, k]), k))
+            for method in methods}
 
 
 def build(logs: Path, search: Search = Search()) -> dict:
@@ -151,8 +156,6 @@ def build(logs: Path, search: Search = Search()) -> dict:
 
 def read_search(path: Path = ROOT / SEARCH) -> dict | None:
     """The committed search's record, or ``None`` where none is committed yet."""
-    import json
-
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

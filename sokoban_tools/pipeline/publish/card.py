@@ -598,7 +598,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
                   **example_values(example), **results_values(results), **real_model_values(repo),
                   **fair_comparison_values(), **hub_values(), **training_values(training, _table, baselines),
                   **method_values(_table), **tuning_values(_table, _read_json(repo, published(TUNING_SELECTION_FILE)),
-                                                           search), "tuned_runs": tuned_text(repo, search, _table)}
+                                                           search), "tuned_runs": tuned_text(repo, search, _table, training)}
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()

@@ -9,7 +9,7 @@ from statistics import mean
 from ...records.tuning_split import TUNING_SIZE
 from ...training import tuning
 from ...training.methods import METHODS
-from ...training.tuning_search import SEARCH
+from ...training.tuning_search import SEARCH, last_passes
 
 
 def _deviation(choice) -> str:
@@ -52,9 +52,7 @@ def tuning_values(table, selection: dict, search: dict | None) -> dict[str, str]
              for index, config in enumerate(tuning.GRID)]
     points: dict[int, list[str]] = {}  # the grid point of each method's recipe values
     for module in METHODS:
-        recipe = {choice.name: choice.value for choice in module.RECIPE}
-        own = tuning.Config(**{key: recipe[name] for key, name in module.TUNED.items()})
-        points.setdefault(tuning.GRID.index(own), []).append(module.LABEL)
+        points.setdefault(tuning.recipe_point(module), []).append(module.LABEL)
     defaults = "; ".join(f"{', '.join(labels)}: point {index}" for index, labels in sorted(points.items()))
     return {"tuning_defaults": defaults, "tuning_protocol": selection["protocol"], "tuning_boards": str(selection["selected"]["rows"]),
             "tuning_training_boards": f"{selection['selected']['training_rows_left']:,}",
@@ -72,9 +70,7 @@ def search_text(table, search: dict | None) -> str:
         return ("The search has not yet been run: no configuration has been chosen, and every run on this page "
                 "trains with its method's recipe values.")
     methods = search["methods"]
-    last: dict[tuple[str, int], list[int]] = {}
-    for run in search["runs"]:
-        last.setdefault((run["method"], run["config"]), []).append(run["passes"][-1][1])
+    last = last_passes(search["runs"])
     rows = [["`--config`", *methods.values()], ["---"] * (1 + len(methods))]
     for point in sorted({k for _, k in last}):
         cells = []

@@ -22,17 +22,10 @@ from ...training import tuning
 from ...training.methods import BY_NAME
 from ...training.publish import published_name
 from ...training.train import GRID_POINT
-from .training_report import ALPHA, run_logs, scored_runs
+from .training_report import ALPHA, scored_runs
 
 TUNED_RUNS = f"{TRAINING_RUNS}/tuned"
 TUNED_ENTRY = "-tuned-seed"  # results/<method>-tuned-seed<k>
-
-
-def recipe_point(method: str) -> int:
-    """The grid point holding the method's recipe values."""
-    module = BY_NAME[method]
-    recipe = {choice.name: choice.value for choice in module.RECIPE}
-    return tuning.GRID.index(tuning.Config(**{key: recipe[name] for key, name in module.TUNED.items()}))
 
 
 def tuned_logs(repo: Path, search: dict) -> dict[str, list[Path]]:
@@ -54,18 +47,25 @@ def _spread(values: list[float]) -> str:
     return f"{median(values):.1%} ({min(values):.1%}–{max(values):.1%})"
 
 
-def tuned_text(repo: Path, search: dict | None, table) -> str:
-    """The section: each method's choice, its tuned runs' last pass against its recipe's, and the verdict."""
+def _last_passes(runs: list[dict], method: str) -> list[float]:
+    """Each of ``method``'s scored runs' success at its last pass."""
+    return [wins / boards for run in runs if run["method"] == method for wins, boards in [run["success"][-1]]]
+
+
+def tuned_text(repo: Path, search: dict | None, table, report: dict | None) -> str:
+    """The section: each method's choice, its tuned runs' last pass against its recipe's (the training
+    report's runs, ``report``, scored once there), and the verdict."""
     if search is None:
         return "No tuning search is committed yet, so no method has tuned runs."
-    tuned, recipe = tuned_logs(repo, search), run_logs(repo)
-    kept = [search["methods"][m] for m, point in search["chosen"].items() if point == recipe_point(m)]
+    tuned = tuned_logs(repo, search)
+    recipe_runs = report["runs"] if report is not None else []
+    tuned_runs = scored_runs(repo, tuned) if tuned else []
+    kept = [search["methods"][m] for m, point in search["chosen"].items() if point == tuning.recipe_point(BY_NAME[m])]
     found = []
     for method, logs in tuned.items():
-        last = compare.compare(logs, recipe[method], validation=repo / VALIDATION_DATA)["updates"][-1]
-        sides = [[wins / boards for wins, boards in (run["success"][-1] for run in scored_runs(repo, {method: paths}))]
-                 for paths in (logs, recipe[method])]
-        found.append((method, last, sides))
+        recipe_logs = [run["log"] for run in recipe_runs if run["method"] == method]
+        last = compare.compare(logs, recipe_logs, validation=repo / VALIDATION_DATA)["updates"][-1]
+        found.append((method, last, (_last_passes(tuned_runs, method), _last_passes(recipe_runs, method))))
     rows = [["Method", "Chosen point", "Tuned: seeds, median (range)", "Recipe's: seeds, median (range)",
              "Tuned - recipe's [95% CI, seeds counted]", "p (Holm)", "Verdict"], ["---"] * 7]
     for (method, last, (ours, theirs)), p in zip(found, holm_adjusted([last["p_value"] for _, last, _ in found])):
