@@ -112,9 +112,9 @@ def test_score__names_an_evaluate_quick_look_and_evaluate_resume_completes_it(tm
 
     log = tmp_path / "quick.jsonl"
 
-    def scored():
-        return subprocess.run([sys.executable, "-m", "sokoban_tools", "score", str(log)], capture_output=True,
-                              text=True, cwd=tmp_path)
+    def scored(*options):
+        return subprocess.run([sys.executable, "-m", "sokoban_tools", "score", str(log), *options],
+                              capture_output=True, text=True, cwd=tmp_path)
 
     with LoopbackServer(Script("shortest", keep=False)) as server:
         command = ["--base-url", server.base_url, "--model", DEMO_MODEL, "--log", str(log), "--method", "demo"]
@@ -126,6 +126,11 @@ def test_score__names_an_evaluate_quick_look_and_evaluate_resume_completes_it(tm
                 "other 248 boards by running the same evaluate command with --resume and without --boards"
                 in first.stderr)
         assert "patched trainer" not in first.stderr
+        looked = scored("--quick-look")  # what the refusal also names: the 8 boards, apart, as no result
+        assert looked.returncode == 0, looked.stderr
+        assert "0 validation passes and 1 quick looks" in looked.stdout
+        assert re.search(r"Quick looks, no result .*\n\nmethod +run +update +success +mean return\n"
+                         r"demo +seed0 +0 +8/8 100\.0%", looked.stdout), looked.stdout
         assert evaluate([*command, "--resume", "--concurrency", "8"]) == 0  # the fix, as named
     second = scored()
     assert second.returncode == 0, second.stderr

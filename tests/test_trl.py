@@ -277,8 +277,20 @@ def test_the_manifest_names_what_the_run_changed_and_a_quick_look_says_so(tmp_pa
     notes = read_manifest(manifest_path(run.log))["notes"]
     assert notes["boards"] == "the first 3 of the 256 validation boards: a quick look, NOT the protocol"
     assert "env.max_steps 2 (verl-agent: 15)" in notes["protocol_settings"]
-    with pytest.raises(DataError, match=r"a TRL run validated on the first 3 boards .*without --validation-boards"):
+    with pytest.raises(DataError, match=r"a TRL run validated on the first 3 boards .*without --validation-boards "
+                                        r"\(score --quick-look shows the pass as it is, as no result\)"):
         score.score([run.log])
+    looked = score.score([run.log], quick_look=True)
+    (look,) = looked["quick_looks"]
+    assert looked["groups"] == [] and (look["boards"], look["wins"], look["update"]) == (3, 0, 0)
+    assert "Quick looks, no result" in score.render(looked)
+    lines = run.log.read_bytes().splitlines(keepends=True)
+    kept = tmp_path / "gap.jsonl"  # the quick look without its first board is no quick look
+    kept.write_bytes(b"".join(lines[1:]))
+    manifest_path(kept).write_bytes(manifest_path(run.log).read_bytes())
+    with pytest.raises(DataError, match=r"gap\.jsonl: an incomplete validation pass .* misses 254 of the 256 "
+                                        r"validation boards \(eval-0002, "):
+        score.score([kept], quick_look=True)
     with pytest.raises(ValueError, match="already holds episodes"):
         TrlRun(tmp_path / "quick.jsonl", small())
     with TrlRun(tmp_path / "full.jsonl", small()) as other:

@@ -8,8 +8,9 @@ fit a CPU, and the turns after it are checked against verl-agent's manager in
 quick look, which the manifest says). The test runs the page's
 commands in a shell, then checks what they left: every episode logged with its update, the
 manifest's model, decoding, group size, budget and TRL version, every record replayed on its
-board, and ``score`` refusing the quick look by name. Nobody expects the model to solve a
-board: the test checks that a real model, tokenizer and trainer went through every step.
+board, ``score --quick-look --verify`` scoring and replaying both passes apart as no result, and
+``score`` refusing them by name without it. Nobody expects the model to solve a board: the test
+checks that a real model, tokenizer and trainer went through every step.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def smoke_commands() -> str:
 
 
 @pytest.mark.slow
-def test_the_pages_cpu_smoke_run_trains_smollm2_two_updates_logs_replays_and_is_refused_by_score_as_a_quick_look(
+def test_the_pages_cpu_smoke_run_trains_smollm2_two_updates_logs_replays_and_scores_its_passes_as_quick_looks(
         tmp_path):
     for module in ("trl", "gguf"):
         if importlib.util.find_spec(module) is None:
@@ -81,6 +82,11 @@ def test_the_pages_cpu_smoke_run_trains_smollm2_two_updates_logs_replays_and_is_
     # every record replays on its board, training and validation alike, as the page's last command printed
     assert verify_log(log).verified == len(records) == 8
     assert "Replayed 8 episodes from their moves: every one agrees with its record." in done.stdout
+    # the page's score line: both passes, on the 2 boards each played, apart from results, replayed
+    assert "0 validation passes and 2 quick looks (4 rows)" in done.stdout
+    assert re.search(r"Quick looks, no result .*\n\nmethod +run +update +success +mean return\n"
+                     r"TRL-GRPO +\S+ +0 +\d/2 .*\nTRL-GRPO +\S+ +2 +\d/2 ", done.stdout), done.stdout
+    assert "Replayed 4 episodes from their moves: every one agrees with its record." in done.stdout
     manifest = read_manifest(manifest_path(log))
     settings, notes = manifest["settings"], manifest["notes"]
     assert settings["initial_weights.model"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..paths import PathError, read_bounded
 from ..records.episodes import EpisodeRecord, read_episodes
 from ..protocol import VALIDATION_SIZE
-from ..records.manifest import FORMAT, NOTES, SUFFIX, TUNING, ManifestError
+from ..records.manifest import FORMAT, NOTES, SUFFIX, TUNING, ManifestError, declares_quick_look
 from ..records.run import OpenRun
 from ..records.rows import DataError
 
@@ -25,6 +25,7 @@ MANIFEST_FORMAT = FORMAT.rsplit(" ", 1)[0]  # any version of the run manifest
 # Keys of the summary.json VAGEN's evaluator writes into its dump folder.
 VAGEN_SUMMARY_KEYS = {"n_episodes", "success_rate", "episodes"}
 EVALUATE = "python -m sokoban_tools evaluate"
+QUICK_LOOK_HINT = "score --quick-look shows the pass as it is, as no result"
 TRAINER_HINT = ("a run interrupted during validation leaves such a pass: resume or restart it with the "
                 "patched trainer, which sets the pass aside, or move these rows out of the log")
 
@@ -129,22 +130,23 @@ def incomplete_hint(run: OpenRun, played: int, boards: int) -> str:
     notes = manifest.get(NOTES) if manifest is not None else None
     notes = notes if isinstance(notes, dict) else {}
     if str(notes.get("evaluator", "")).startswith(EVALUATE):
-        if "NOT the protocol" in str(notes.get("boards", "")):
+        if declares_quick_look(manifest):
             return (f"this log is an `evaluate --boards {played}` quick look, and score reads complete passes "
                     f"only: play the other {boards - played} boards by running the same evaluate command with "
-                    f"--resume and without --boards")
+                    f"--resume and without --boards ({QUICK_LOOK_HINT})")
         return (f"evaluate stopped before the end of its pass: run the same evaluate command with --resume to "
                 f"play the {boards - played} boards left")
     if str(notes.get("trainer", "")).startswith("TRL "):  # sokoban_tools.integrations.trl
-        if "NOT the protocol" in str(notes.get("boards", "")):
+        if declares_quick_look(manifest):
             return (f"a TRL run validated on the first {played} boards of the {boards} (--validation-boards "
                     f"{played}), a quick look, and score reads complete passes only: run it without "
-                    f"--validation-boards")
+                    f"--validation-boards ({QUICK_LOOK_HINT})")
         return "the TRL run stopped in this validation pass, and does not resume: run it again into a new log"
     if "inspect_log" in notes:  # written by inspect-log from the Inspect AI task's log
         return (f"this log is an `inspect eval --limit {played}` quick look, and score reads complete passes "
                 f"only: run the task on all {boards} boards (without --limit) and convert that log with "
-                f"`python -m sokoban_tools inspect-log`")
+                f"`python -m sokoban_tools inspect-log`"
+                + (f" ({QUICK_LOOK_HINT})" if declares_quick_look(manifest) else ""))
     if notes.get("trainer") == "VAGEN":
         return ("VAGEN's run did not play every board: finish it with run.resume=skip_completed into the same "
                 "experiment.dump_dir, then write the log again with `python -m sokoban_tools vagen log`")

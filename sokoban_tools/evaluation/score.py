@@ -3,12 +3,16 @@
     python -m sokoban_tools score LOG [LOG ...]          # a table per (method, run, update)
     python -m sokoban_tools score LOG [LOG ...] --json   # the same as JSON
     python -m sokoban_tools score LOG [LOG ...] --verify # and replay every episode from its moves
+    python -m sokoban_tools score LOG --quick-look       # and a smoke run's pass on the first boards
 
 Each (method, run, update) group must be one complete pass over the published
 256 validation boards (see :mod:`sokoban_tools.evaluation.scoring` for what is refused),
 except a run's last pass while it is being written, or cut by a run that stopped and
 will resume: the complete passes are scored and that one is named, not scored, so a
-trainer can watch a run that is validating right now.
+trainer can watch a run that is validating right now. With ``--quick-look``, a pass on the
+first boards only, where the run's manifest declares that quick look (``evaluate --boards``,
+TRL's ``--validation-boards``, ``inspect eval --limit``), is scored over the boards it played,
+apart from the passes and as no result: ``compare`` and the leaderboard never take one.
 Intervals are exact (Clopper-Pearson), as on every surface; training rows are counted and ignored.
 A pass whose manifest declares other rewards than the runtime's (VAGEN's) has its mean
 return on that scale, which the floors' and ceiling's expected returns are not on: the
@@ -47,9 +51,9 @@ from .stats import SUCCESS_INTERVAL
 
 
 
-def score(paths: list[Path], validation: Path | None = None, verify: bool = False) -> dict:
+def score(paths: list[Path], validation: Path | None = None, verify: bool = False, quick_look: bool = False) -> dict:
     """Every pass in the logs at ``paths``, scored against ``evaluation``; with ``verify``,
-    every episode replayed first."""
+    every episode replayed first; with ``quick_look``, declared quick looks scored apart."""
     opened = open_runs(paths)  # each log's manifest read once, for every check below
     runs = [opened[Path(path)] for path in paths]
     refuse_tuning_logs(runs, "score")
@@ -57,10 +61,11 @@ def score(paths: list[Path], validation: Path | None = None, verify: bool = Fals
     check_rows_against_manifests(logs.rows, required=False)
     boards = BoardSet.load(validation, runs)
     check_board_set(logs.rows, boards)
-    complete, in_progress = passes(logs.rows, boards, logs.runs)
+    found = passes(logs.rows, boards, logs.runs, quick_looks=quick_look)
     runtime_rewards = {str(run.log): log_rules(run)[1] for run in runs}
-    groups = [{**score_group(group, boards), "runtime_rewards": all(runtime_rewards[log] for log in group.logs)}
-              for group in complete]
+
+    def scored(group):
+        return {**score_group(group, boards), "runtime_rewards": all(runtime_rewards[log] for log in group.logs)}
     verification = verify_rows(logs.rows, boards.by_id).as_dict() if verify else None
     return {
         "logs": [str(path) for path in paths],
@@ -68,9 +73,10 @@ def score(paths: list[Path], validation: Path | None = None, verify: bool = Fals
         "interval": SUCCESS_INTERVAL,
         "validation_rows": len(logs.rows),
         "training_rows_ignored": logs.training_rows,
-        "groups": groups,
+        "groups": [scored(group) for group in found.complete],
         "in_progress": [{"method": p.method, "run": p.run, "update": p.update, "log": p.log, "boards_logged": p.played,
-                         "boards": p.boards, "writer": p.holder} for p in in_progress],
+                         "boards": p.boards, "writer": p.holder} for p in found.in_progress],
+        "quick_looks": [scored(group) for group in found.quick_looks],
         "baselines": reference_lines(list(boards.rows)),
         "schedule": [entry for run in runs for entry in check_schedule(run, logs.runs[run.log])],
         "verification": verification,
@@ -112,14 +118,34 @@ def in_progress_line(entry: dict) -> str:
 
 def render(report: dict) -> str:
     """The readable form of a :func:`score` report."""
-    groups = report["groups"]
+    groups, looks = report["groups"], report["quick_looks"]
     lines = [
-        f"{len(groups)} validation passes ({report['validation_rows']:,} rows) of "
-        f"evaluation.jsonl {report['evaluation_sha256'][:12]}…; "
+        f"{len(groups)} validation passes{f' and {len(looks)} quick looks' if looks else ''} "
+        f"({report['validation_rows']:,} rows) of evaluation.jsonl {report['evaluation_sha256'][:12]}…; "
         f"{report['training_rows_ignored']:,} training rows ignored. Success: wins/boards, "
         f"rate and {SUCCESS_INTERVAL}.",
-        "",
     ]
+    if groups:
+        lines += ["", *passes_lines(report)]
+    if looks:
+        lines += ["", "Quick looks, no result (each on the first boards in stored order, as its run's manifest "
+                      "declares; compare and the leaderboard take complete passes only):", ""]
+        lines.append(table([["method", "run", "update", "success", "mean return"]] + [
+            [g["method"], g["run"], str(g["update"]), rate(g), f"{g['mean_return']:.2f}" if g["runtime_rewards"] else "—"]
+            for g in looks]))
+    if report["in_progress"]:
+        lines += ["", "Passes in progress (incomplete, each its run's last; the complete passes above are scored):", ""]
+        lines += [in_progress_line(entry) for entry in report["in_progress"]]
+    lines += ["", "Schedule and history:", ""] + [describe(entry) for entry in report["schedule"]]
+    if report["verification"] is not None:
+        lines += ["", Verification.of(report["verification"]).describe()]
+    return "\n".join(lines)
+
+
+def passes_lines(report: dict) -> list[str]:
+    """The complete passes of a :func:`score` report, per stratum and per length, beside the
+    floors and the ceiling."""
+    groups, lines = report["groups"], []
     strata = [label for label, _, _ in STRATA if label in groups[0]["by_stratum"]]
     header = ["method", "run", "update", "success", *[f"{label} actions" for label in strata], "mean return"]
     lines.append(table([header] + [
@@ -145,13 +171,7 @@ def render(report: dict) -> str:
          *[f"{g['by_length'][n]['wins']}/{g['by_length'][n]['boards']}" for n in lengths]]
         for g in groups
     ]))
-    if report["in_progress"]:
-        lines += ["", "Passes in progress (incomplete, each its run's last; the complete passes above are scored):", ""]
-        lines += [in_progress_line(entry) for entry in report["in_progress"]]
-    lines += ["", "Schedule and history:", ""] + [describe(entry) for entry in report["schedule"]]
-    if report["verification"] is not None:
-        lines += ["", Verification.of(report["verification"]).describe()]
-    return "\n".join(lines)
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,13 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verify", action="store_true",
                         help="replay every validation episode from its recorded moves and refuse a record it "
                              "contradicts")
+    parser.add_argument("--quick-look", action="store_true",
+                        help="also score a pass on the first boards only where the run's manifest declares that quick "
+                             "look (evaluate --boards, TRL's --validation-boards, inspect eval --limit): apart, as no "
+                             "result")
     parser.add_argument("--evaluation", type=Path, default=None,
                         help="a local copy of fairness/evaluation.jsonl (default: where the run manifest beside "
                              "the first log says the run read its boards, else the clone's, else the pinned "
                              "release's from the Hub)")
     args = parser.parse_args(argv)
     try:
-        report = score(args.logs, args.evaluation, args.verify)
+        report = score(args.logs, args.evaluation, args.verify, args.quick_look)
     except (DataError, ChecksumError, PathError, BoardsNotFound) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -6,7 +6,8 @@ over the same published boards. So the rows of the logs (the schema of
 is refused, naming its file and line, when a validation row played another
 evaluation file than the published one, when logs played different board
 sets, or when a group repeats a board, names an unknown one or misses one
-(but for ``score``, the last pass of a run still validating, or stopped mid-pass:
+(but for ``score``, the last pass of a run still validating, or stopped mid-pass, and,
+when asked, a quick look on the first boards that the run's manifest declares:
 :func:`passes`).
 Training rows are counted and otherwise ignored: scores are of validation.
 """
@@ -26,7 +27,7 @@ from ..records.rows import BoardRow, DataError
 from ..rules.board import Board
 from ..records.episodes import EpisodeRecord, log_holder
 from ..records.boards import board_file, board_file_from
-from ..records.manifest import BOARDS
+from ..records.manifest import BOARDS, declares_quick_look
 from ..records.run import OpenRun
 from ..records.tasks import load_validation
 from .inputs import incomplete_hint, read_log
@@ -100,7 +101,8 @@ class LoggedRow:
 
 @dataclass(frozen=True)
 class Group:
-    """One validation pass: a method's run at an update, outcomes in board order."""
+    """One validation pass: a method's run at an update, outcomes in board order (of every
+    validation board, or of the first ones for a quick look)."""
 
     method: str
     run: str
@@ -181,20 +183,31 @@ class InProgress:
     refusal: str  # the error when nothing else is there to score
 
 
+@dataclass(frozen=True)
+class Passes:
+    """What :func:`passes` finds: complete passes, passes in progress, quick looks."""
+
+    complete: list[Group]
+    in_progress: list[InProgress]
+    quick_looks: list[Group]
+
+
 def group_rows(rows: list[LoggedRow], boards: BoardSet, hint=incomplete_hint) -> list[Group]:
     """The complete validation passes in ``rows``, sorted by method, run and update; any
     incomplete pass is refused (:func:`passes` takes a run's last one as in progress)."""
-    return passes(rows, boards, hint=hint)[0]
+    return passes(rows, boards, hint=hint).complete
 
 
 def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None,
-           hint=incomplete_hint) -> tuple[list[Group], list[InProgress]]:
-    """The complete validation passes in ``rows``, sorted by method, run and update, and, with
+           hint=incomplete_hint, quick_looks: bool = False) -> Passes:
+    """The complete validation passes in ``rows``, sorted by method, run and update; with
     ``runs`` (:attr:`Logs.runs`), the passes in progress: an incomplete pass that is its run's last
-    validation in its log, with no training row after it. Any other incomplete pass is refused,
-    naming the log, the lines the pass holds and the boards it misses, with the fix ``hint``
-    gives (the run, boards logged, boards) for the tool that wrote it; and so is a log with nothing
-    but passes in progress (nothing to score yet)."""
+    validation in its log, with no training row after it; with ``quick_looks``, the incomplete
+    passes that hold exactly the first boards in stored order where the manifest beside the log
+    declares a quick look (:func:`~sokoban_tools.records.manifest.boards_note`). Any other
+    incomplete pass is refused, naming the log, the lines the pass holds and the boards it misses,
+    with the fix ``hint`` gives (the run, boards logged, boards) for the tool that wrote it; and so
+    is a log with nothing but passes in progress (nothing to score yet)."""
     position = {task_id: i for i, task_id in enumerate(boards.task_ids)}
     seen: dict[tuple[str, str, int], dict[str, LoggedRow]] = {}
     for row in rows:
@@ -208,11 +221,14 @@ def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None,
             raise DataError(f"{row.location}: {record.task_id} repeats in {_name(key)} (first at "
                             f"{played[record.task_id].location}): a repeated validation pass; {REPEATED_HINT}")
         played[record.task_id] = row
-    groups, in_progress = [], []
+    groups, in_progress, quick = [], [], []
     for key, played in sorted(seen.items()):
         first_row = next(iter(played.values()))
-        first, log = first_row.location, first_row.log
+        log = first_row.log
         missing = [task_id for task_id in boards.task_ids if task_id not in played]
+        if missing and quick_looks and _quick_look(played, boards, first_row.opened):
+            quick.append(_group(key, played, boards.task_ids[:len(played)]))
+            continue
         if missing:
             shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
             refusal = (f"{log}: an incomplete validation pass in {_lines(played.values())}: {_name(key)} misses "
@@ -222,13 +238,24 @@ def passes(rows: list[LoggedRow], boards: BoardSet, runs: dict | None = None,
                 raise DataError(refusal)
             in_progress.append(InProgress(*key, log, len(played), len(position), log_holder(log), refusal))
             continue
-        ordered = [played[task_id].record for task_id in boards.task_ids]
-        groups.append(Group(*key, np.array([r.won for r in ordered]),
-                            np.array([r.episode_return for r in ordered]), first,
-                            tuple(dict.fromkeys(row.log for row in played.values()))))
-    if not groups and in_progress:
+        groups.append(_group(key, played, boards.task_ids))
+    if not groups and not quick and in_progress:
         raise DataError(f"{in_progress[0].refusal} (no complete pass to score yet)")
-    return groups, in_progress
+    return Passes(groups, in_progress, quick)
+
+
+def _group(key: tuple[str, str, int], played: dict[str, LoggedRow], task_ids: tuple[str, ...]) -> Group:
+    """The pass ``key`` whose rows ``played`` hold the boards ``task_ids``, in that order."""
+    ordered = [played[task_id].record for task_id in task_ids]
+    return Group(*key, np.array([r.won for r in ordered]), np.array([r.episode_return for r in ordered]),
+                 next(iter(played.values())).location, tuple(dict.fromkeys(row.log for row in played.values())))
+
+
+def _quick_look(played: dict[str, LoggedRow], boards: BoardSet, opened: OpenRun) -> bool:
+    """Whether a pass holding ``played`` is the quick look its run's manifest declares: the
+    first boards in stored order, none other."""
+    return (declares_quick_look(opened.readable_manifest())
+            and set(played) == set(boards.task_ids[:len(played)]))
 
 
 def _lines(rows) -> str:
@@ -264,15 +291,16 @@ def success(won: np.ndarray) -> dict:
 
 
 def score_group(group: Group, boards: BoardSet) -> dict:
-    """A pass's success overall, per stratum and per shortest solution length."""
+    """A pass's success overall, per stratum and per shortest solution length (over the boards
+    it played: all, or a quick look's first ones)."""
+    strata, lengths = boards.strata[:len(group.won)], boards.lengths[:len(group.won)]
     return {
         "method": group.method,
         "run": group.run,
         "update": group.update,
         **success(group.won),
         "mean_return": float(np.mean(group.returns)),
-        "by_stratum": {label: success(group.won[boards.strata == label])
-                       for label, _, _ in STRATA if np.any(boards.strata == label)},
-        "by_length": {str(n): success(group.won[boards.lengths == n]) for n in sorted(set(boards.lengths.tolist()))},
+        "by_stratum": {label: success(group.won[strata == label]) for label, _, _ in STRATA if np.any(strata == label)},
+        "by_length": {str(n): success(group.won[lengths == n]) for n in sorted(set(lengths.tolist()))},
     }
 

@@ -60,7 +60,8 @@ from ..checks import integer
 from ..files import json_document, write_atomic
 from ..layout import TRAIN_DATA, VALIDATION_DATA
 from ..paths import read_bounded
-from ..protocol import BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, PROTOCOL, STEP_PENALTY, WIN_REWARD
+from ..protocol import (BOX_OFF_TARGET_PENALTY, BOX_ON_TARGET_REWARD, PROTOCOL, STEP_PENALTY, VALIDATION_SIZE,
+                        WIN_REWARD)
 from .rows import DataError
 from .tuning_split import TUNING_PROTOCOL, is_tuning_record, tuning_record
 from . import strict_json
@@ -72,6 +73,7 @@ DATA_FILES = (TRAIN_DATA, VALIDATION_DATA)
 KEYS = ("format", "protocol", "release", "data_sha256", "method", "settings", "costs")
 NOTES = "notes"
 BOARDS = "boards"
+QUICK_LOOK = "a quick look, NOT the protocol"  # ends notes.boards of a run that validated on the first boards only
 TUNING = "tuning"  # a tuning run's entry (sokoban_tools.records.tuning_split.tuning_record)
 BOARD_SOURCES = ({"folder"}, {"hub_repo", "hub_revision"})  # the key sets a boards entry may have
 ENVIRONMENT = "the environment"  # the source of settings that sokoban_tools.runtime.env defines
@@ -398,6 +400,21 @@ def keep_manifest(log: Path | str, manifest: dict) -> dict:
         write_atomic(manifest_path(log), json_document(manifest))
         kept = manifest
     return kept
+
+
+def boards_note(played: int, how: str = "") -> str:
+    """A served or TRL run's ``notes.boards``: all validation boards, the protocol, or the first
+    ``played`` of them (``how``: the option that cut them), a quick look, which ``score`` reads
+    only when asked (``--quick-look``) and ``compare`` and the leaderboard never."""
+    if played >= VALIDATION_SIZE:
+        return f"all {VALIDATION_SIZE} validation boards (the protocol)"
+    return f"the first {played} of the {VALIDATION_SIZE} validation boards{how}: {QUICK_LOOK}"
+
+
+def declares_quick_look(manifest: dict | None) -> bool:
+    """Whether ``manifest`` is of a run that validated on the first boards only (:func:`boards_note`)."""
+    notes = manifest.get(NOTES) if manifest is not None else None
+    return isinstance(notes, dict) and str(notes.get(BOARDS, "")).endswith(QUICK_LOOK)
 
 
 def same_run(a: dict, b: dict) -> bool:

@@ -40,10 +40,10 @@ from ...extras import install_advice
 from ...help_text import Parser
 from ...layout import VALIDATION_DATA
 from ...paths import PathError, error_text, unwritable
-from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
+from ...protocol import DEFAULT_MAX_STEPS
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, episode_writer, moves_of
-from ...records.manifest import NOTES, read_manifest
+from ...records.manifest import NOTES, boards_note, read_manifest
 from ...records.rows import DataError
 from ...runtime.projection import project_answer
 from ..served.client import Decoding, public_url
@@ -256,9 +256,7 @@ def manifest_of(path: Path, log, options, method: str, records: list[EpisodeReco
         "inspect_model": spec.model,
         "provider": provider,
         "base_url": public_url(spec.model_base_url) if spec.model_base_url else None,
-        "boards": (f"the first {len(records)} of the {VALIDATION_SIZE} validation boards (inspect eval --limit "
-                   f"{len(records)}): a quick look, NOT the protocol" if len(records) < VALIDATION_SIZE
-                   else notes["boards"]),
+        "boards": boards_note(len(records), f" (inspect eval --limit {len(records)})"),
     })
     return manifest
 

@@ -44,7 +44,7 @@ from ...paths import PathError, error_text, unwritable
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import BoardsNotFound, load_boards
 from ...records.episodes import EpisodeRecord, EpisodeWriter, episode_writer, read_episodes
-from ...records.manifest import (BUDGET_UNIT, NOTES, SETTING, UPDATES, ManifestError, environment_settings,
+from ...records.manifest import (BUDGET_UNIT, NOTES, SETTING, UPDATES, ManifestError, boards_note, environment_settings,
                                  manifest_path, new_manifest, read_manifest)
 from ...records.rows import BoardRow, DataError
 from .client import Decoding, ServedModel, Stop, public_url, without_credentials
@@ -210,14 +210,12 @@ def manifest_for(played: Played, decoding: Decoding, server_kind: str, boards: i
         "decoding.validation.response_length": decoding.max_tokens,
         "decoding.validation.n": 1,
     })
-    subset = boards < VALIDATION_SIZE
     differences = off_protocol(played, decoding)
     notes = {
         "evaluator": "python -m sokoban_tools evaluate: verl-agent's validation episode against a served model",
         "server_kind": server_kind,
         "base_url": public_url(played.base_url),
-        "boards": (f"the first {boards} of the {VALIDATION_SIZE} validation boards: a quick look, NOT the protocol"
-                   if subset else f"all {VALIDATION_SIZE} validation boards (the protocol)"),
+        "boards": boards_note(boards),
         "protocol_settings": ("verl-agent's validation settings" if not differences else
                               "NOT verl-agent's validation settings: " + "; ".join(differences)),
         **turn_notes(played),
@@ -474,10 +472,11 @@ def evaluate(args, writer: EpisodeWriter) -> int:
 
 def next_step(boards: int, log: Path, how: str = "") -> str:
     """A writer's last line: how to score its log, or, for fewer than all boards (``how`` says by
-    what option), why ``score`` will not read it."""
+    what option), how to look at it, which is no result."""
     if boards < VALIDATION_SIZE:
         return (f"note: {boards} of {VALIDATION_SIZE} boards{f' ({how})' if how else ''}, a quick look, not the "
-                f"protocol: score reads complete passes only")
+                f"protocol: python -m sokoban_tools score {log} --quick-look shows it, as no result (compare and "
+                f"the leaderboard take complete passes only)")
     return f"score it: python -m sokoban_tools score {log}"
 
 

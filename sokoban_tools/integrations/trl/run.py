@@ -26,7 +26,7 @@ from ...layout import TRAIN_DATA, VALIDATION_DATA
 from ...protocol import DEFAULT_MAX_STEPS, VALIDATION_SIZE
 from ...records.boards import board_source, load_boards
 from ...records.episodes import EpisodeRecord, episode_writer
-from ...records.manifest import BUDGET_UNIT, SETTING, UPDATES, environment_settings, new_manifest
+from ...records.manifest import BUDGET_UNIT, SETTING, UPDATES, boards_note, environment_settings, new_manifest
 from ..served.client import Decoding
 from ..served.evaluate import LAUNCHER, Played, off_protocol, turn_notes
 from ..served.text_turn import TEXT_MODE
@@ -191,8 +191,7 @@ class TrlRun:
             "trainer": versions(),
             "turn": self.turn,
             **turn_notes(settings.played()),
-            "boards": (f"the first {boards} of the {VALIDATION_SIZE} validation boards: a quick look, NOT the protocol"
-                       if boards < VALIDATION_SIZE else f"all {VALIDATION_SIZE} validation boards (the protocol)"),
+            "boards": boards_note(boards),
             "protocol_settings": ("verl-agent's validation settings" if not differences else
                                   "NOT verl-agent's validation settings: " + "; ".join(differences)),
             **self.extra_notes,
