@@ -1,5 +1,6 @@
 """The tuned runs on docs/training.md: a method's recipe values sit at one grid point, and a committed tuned run
-that trains another point than its search chose is refused, naming the file and the --config to train."""
+that trains another point than its search chose is refused, naming the file and the --config to train; the
+card's sentence on the tuned methods ranks only the pairs the seed-aware test separates."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import pytest
 
 from sokoban_tools.layout import ROOT as REPO
-from sokoban_tools.pipeline.publish.tuned_runs import TUNED_RUNS, tuned_logs, tuned_text
+from sokoban_tools.pipeline.publish.tuned_runs import TUNED_RUNS, tuned_logs, tuned_ranking, tuned_report, tuned_text
 from sokoban_tools.records.rows import DataError
 from sokoban_tools.training import tuning
 from sokoban_tools.training.methods import BY_NAME
@@ -38,4 +39,20 @@ def test_a_tuned_run_of_another_grid_point_than_the_searchs_choice_is_refused(tm
 
 
 def test_without_a_search_or_tuned_runs_the_section_says_so(tmp_path):
-    assert tuned_text(tmp_path, None, None, None) == "No tuning search is committed yet, so no method has tuned runs."
+    assert tuned_report(tmp_path, None, None) is None
+    assert tuned_text(None, None) == "No tuning search is committed yet, so no method has tuned runs."
+    assert tuned_ranking(None) == ""
+
+
+def test_the_cards_tuned_sentence_names_the_separated_pairs_and_the_seeds():
+    def pair(a, b, difference, separated):
+        return {"a": a, "b": b, "separated": separated,
+                "report": {"updates": [{"update": 1_000_000, "difference": difference}]}}
+
+    runs = [{"method": m} for m in ("ppo", "grpo", "rloo") for _ in range(10)]
+    report = {"runs": runs, "methods": ["ppo", "grpo", "rloo"],
+              "comparisons": [pair("ppo", "grpo", 0.2, True), pair("ppo", "rloo", 0.21, True),
+                              pair("grpo", "rloo", -0.01, False)]}
+    assert tuned_ranking(report) == " Tuned runs, 10 seeds a method: at 1M PPO > GRPO, RLOO; others tied."
+    report["comparisons"] = [pair("ppo", "grpo", -0.02, False)]
+    assert tuned_ranking(report) == " Tuned runs, 10 seeds a method: no two trained methods differ."

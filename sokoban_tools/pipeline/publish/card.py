@@ -58,7 +58,7 @@ from ..baselines import HORIZON, POLICIES
 from ..example_policies import log_path
 from .image_tables import ImageTablesUnavailable, image_tables
 from .training_methods import method_values, tuning_values
-from .tuned_runs import TUNED_ENTRY, tuned_text
+from .tuned_runs import TUNED_ENTRY, tuned_ranking, tuned_report, tuned_text
 from .training_report import run_logs, seed_rows, training_picture, training_report, training_values
 from ..release import CARD_TEMPLATE, DATA_FILES, FLAG, NOT_WITH_CHECK, Release, changelog_of, pinned_of, release_to_pin
 
@@ -592,13 +592,15 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     results = results_report(repo)
     training = training_report(repo)
     search = read_search(repo / SEARCH)
+    tuned = tuned_report(repo, search, training)
     first = validation[0]
     try:  # the reports' entries, read where each figure is made
         values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
                   **example_values(example), **results_values(results), **real_model_values(repo),
                   **fair_comparison_values(), **hub_values(), **training_values(training, _table, baselines),
                   **method_values(_table), **tuning_values(_table, _read_json(repo, published(TUNING_SELECTION_FILE)),
-                                                           search), "tuned_runs": tuned_text(repo, search, _table, training)}
+                                                           search), "tuned_runs": tuned_text(tuned, _table)}
+        values["training_ranking"] = (values["training_ranking"] + tuned_ranking(tuned)).strip()
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()

@@ -74,6 +74,16 @@ def training_report(repo: Path) -> dict | None:
     if not logs:
         return None
     runs = scored_runs(repo, logs)
+    report = {"runs": runs, "comparisons": compare_pairs(repo, logs, runs), "methods": list(logs)}
+    report["matched_cpu"] = matched_cpu(report)
+    report["cpu_comparisons"] = cpu_comparisons(repo, report, logs)
+    return report
+
+
+def compare_pairs(repo: Path, logs: dict[str, list[Path]], runs: list[dict]) -> list[dict]:
+    """Every pair of the methods of ``logs`` (their :func:`scored_runs` ``runs``) with its seeds
+    counted at the passes both hold within one budget, the settings they differ in allowed and
+    named, Holm-corrected over the pairs at their last shared pass."""
     manifests = {method: [r["manifest"] for r in runs if r["method"] == method] for method in logs}  # read once
     comparisons = []
     for a, b in PAIRS:
@@ -88,10 +98,7 @@ def training_report(repo: Path) -> dict | None:
     for comparison, adjusted in zip(comparisons, verdicts):
         comparison["p_holm"] = adjusted
         comparison["separated"] = adjusted < ALPHA
-    report = {"runs": runs, "comparisons": comparisons, "methods": list(logs)}
-    report["matched_cpu"] = matched_cpu(report)
-    report["cpu_comparisons"] = cpu_comparisons(repo, report, logs)
-    return report
+    return comparisons
 
 
 def cpu_comparisons(repo: Path, report: dict, logs: dict[str, list[Path]]) -> list[dict]:
