@@ -110,7 +110,7 @@ class PPOLearner:
         self.policy = _network(torch, inputs, envs.single_action_space.n, 0.01)
         self.critic = _network(torch, inputs, 1, 1.0)
         self.parameters = [*self.policy.parameters(), *self.critic.parameters()]
-        self.optimizer = torch.optim.Adam(self.parameters, lr=settings["learning_rate"], eps=1e-5)
+        self.optimizer = torch.optim.Adam(self.parameters, lr=settings["learning_rate"], eps=1e-5, foreach=True)
         self.env_steps = 0
         envs.set_update(0)
         self.observation = self._tensor(envs.reset(seed=seed)[0])
