@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -56,6 +57,7 @@ class Replay:
     ended: bool = True
 
 
+@lru_cache(maxsize=1 << 18)  # the same moves on the same board replay alike: reports check each pass many times
 def replay(board: Board, moves: str, horizon: int = DEFAULT_MAX_STEPS) -> Replay:
     """Play ``moves`` from ``board`` under the game's rules (:mod:`sokoban_tools.rules`) with
     ``horizon`` counted steps. It keeps its own count on purpose, using neither the runtime

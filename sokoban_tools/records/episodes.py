@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import copy
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -604,17 +605,31 @@ def iter_episodes(path: Path | str, fix: str) -> Iterator[EpisodeRecord]:
             yield _checked_row(line, f"{path}:{number}", fix)
 
 
+READ_LOGS_KEPT = 256  # logs whose checked rows a process keeps: a report reads each committed run's log many times
+KEPT_LOG_BYTES = 4 << 20  # and only logs this small (a published run's); a trainer's own log is read once
+_read_logs: dict[bytes, tuple[EpisodeRecord, ...]] = {}  # by the digest of the log's bytes
+
+
 def read_episodes(path: Path | str) -> list[EpisodeRecord]:
     """Every row of the log at ``path``, checked; a bad one raises a
-    :class:`DataError` naming the file and line."""
+    :class:`DataError` naming the file and line. The rows of bytes checked before in this process
+    are not checked again: parsing, not reading, is what costs."""
     path = Path(path)
     fix = "repair or remove that line, or write the log again with the runtime"
+    data = read_bounded(path, MAX_LOG_BYTES, "episode log")
+    key = hashlib.blake2b(data, digest_size=16).digest()
+    if key in _read_logs:
+        return list(_read_logs[key])
     try:
-        text = read_bounded(path, MAX_LOG_BYTES, "episode log").decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise DataError(f"{path}: cannot be read as UTF-8 text ({err}); {fix}") from None
     if text and not text.endswith("\n"):
         raise DataError(f"{path}:{text.count(chr(10)) + 1}: the last line has no newline "
                         f"(an interrupted write); {fix}")
-    return [_checked_row(line, f"{path}:{number}", fix)
-            for number, line in enumerate(text.split("\n")[:-1], start=1)]
+    rows = [_checked_row(line, f"{path}:{number}", fix) for number, line in enumerate(text.split("\n")[:-1], start=1)]
+    if len(data) <= KEPT_LOG_BYTES:
+        if len(_read_logs) >= READ_LOGS_KEPT:
+            del _read_logs[next(iter(_read_logs))]
+        _read_logs[key] = tuple(rows)
+    return rows
