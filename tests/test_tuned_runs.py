@@ -53,6 +53,6 @@ def test_the_cards_tuned_sentence_names_the_separated_pairs_and_the_seeds():
     report = {"runs": runs, "methods": ["ppo", "grpo", "rloo"],
               "comparisons": [pair("ppo", "grpo", 0.2, True), pair("ppo", "rloo", 0.21, True),
                               pair("grpo", "rloo", -0.01, False)]}
-    assert tuned_ranking(report) == " Tuned runs, 10 seeds a method: at 1M PPO > GRPO, RLOO; others tied."
+    assert tuned_ranking(report) == "Tuned runs, 10 seeds a method: at 1M PPO > GRPO, RLOO; others tied."
     report["comparisons"] = [pair("ppo", "grpo", -0.02, False)]
-    assert tuned_ranking(report) == " Tuned runs, 10 seeds a method: no two trained methods differ."
+    assert tuned_ranking(report) == "Tuned runs, 10 seeds a method: no two trained methods differ."

@@ -617,7 +617,7 @@ def read_episodes(path: Path | str) -> list[EpisodeRecord]:
     path = Path(path)
     fix = "repair or remove that line, or write the log again with the runtime"
     data = read_bounded(path, MAX_LOG_BYTES, "episode log")
-    key = hashlib.blake2b(data, digest_size=16).digest()
+    key = hashlib.blake2b(data, digest_size=16).digest() if len(data) <= KEPT_LOG_BYTES else None
     if key in _read_logs:
         return list(_read_logs[key])
     try:
@@ -628,7 +628,7 @@ def read_episodes(path: Path | str) -> list[EpisodeRecord]:
         raise DataError(f"{path}:{text.count(chr(10)) + 1}: the last line has no newline "
                         f"(an interrupted write); {fix}")
     rows = [_checked_row(line, f"{path}:{number}", fix) for number, line in enumerate(text.split("\n")[:-1], start=1)]
-    if len(data) <= KEPT_LOG_BYTES:
+    if key is not None:
         if len(_read_logs) >= READ_LOGS_KEPT:
             del _read_logs[next(iter(_read_logs))]
         _read_logs[key] = tuple(rows)

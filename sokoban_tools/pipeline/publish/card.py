@@ -600,7 +600,7 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
                   **fair_comparison_values(), **hub_values(), **training_values(training, _table, baselines),
                   **method_values(_table), **tuning_values(_table, _read_json(repo, published(TUNING_SELECTION_FILE)),
                                                            search), "tuned_runs": tuned_text(tuned, _table)}
-        values["training_ranking"] = (values["training_ranking"] + tuned_ranking(tuned)).strip()
+        values["training_ranking"] = " ".join(filter(None, (values["training_ranking"], tuned_ranking(tuned))))
         histograms = {
             f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
             for name, split in {**summary["splits"], **summary["archive"]}.items()

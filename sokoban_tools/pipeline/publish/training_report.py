@@ -335,8 +335,7 @@ def ranking(report: dict) -> str:
     others are tied), and which still rise; the intervals and tests are the results page's."""
     if not report["comparisons"]:
         return ""
-    steps = [(f"at {short_count(c['report']['updates'][-1]['update'])}", c, c["report"]["updates"][-1])
-             for c in report["comparisons"]]
+    steps = [at_last_pass(c) for c in report["comparisons"]]
     cpu = [(f"at equal CPU ({report['matched_cpu']['cpu_seconds']:.0f} s)", c, c["last"])
            for c in report["cpu_comparisons"]]
     relations = beats([(where, c, last) for where, c, last in steps + cpu if c["separated"]])
@@ -344,6 +343,13 @@ def ranking(report: dict) -> str:
     rise = ("all still rise" if len(up) == len(report["methods"]) else f"{', '.join(up)} still rise" if up else
             "none still rises")
     return f"Recipe runs, {seed_counts(report)} seeds a method: {relations}; {rise}."
+
+
+def at_last_pass(c: dict) -> tuple[str, dict, dict]:
+    """A pair of :func:`compare_pairs` as :func:`beats` takes it: where (``at 1M``), the pair, its
+    report at its last shared pass."""
+    last = c["report"]["updates"][-1]
+    return f"at {short_count(last['update'])}", c, last
 
 
 def seed_counts(report: dict) -> str:

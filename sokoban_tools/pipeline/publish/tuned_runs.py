@@ -16,7 +16,6 @@ from pathlib import Path
 from statistics import median
 
 from ...evaluation import compare
-from ...evaluation.charts import short_count
 from ...evaluation.stats import holm_adjusted
 from ...layout import TRAINING_RUNS, TRAINING_SEEDS, VALIDATION_DATA
 from ...records.manifest import manifest_path, read_manifest
@@ -25,7 +24,7 @@ from ...training import tuning
 from ...training.methods import BY_NAME
 from ...training.publish import published_name
 from ...training.train import GRID_POINT, METHODS
-from .training_report import ALPHA, beats, compare_pairs, scored_runs, seed_counts
+from .training_report import ALPHA, at_last_pass, beats, compare_pairs, scored_runs, seed_counts
 
 TUNED_RUNS = f"{TRAINING_RUNS}/tuned"
 TUNED_ENTRY = "-tuned-seed"  # results/<method>-tuned-seed<k>
@@ -137,6 +136,5 @@ def tuned_ranking(report: dict | None) -> str:
     seed-aware test separates at their last pass (the others are tied)."""
     if report is None or not report["comparisons"]:
         return ""
-    separated = [(f"at {short_count(c['report']['updates'][-1]['update'])}", c, c["report"]["updates"][-1])
-                 for c in report["comparisons"] if c["separated"]]
-    return f" Tuned runs, {seed_counts(report)} seeds a method: {beats(separated)}."
+    separated = [at_last_pass(c) for c in report["comparisons"] if c["separated"]]
+    return f"Tuned runs, {seed_counts(report)} seeds a method: {beats(separated)}."
