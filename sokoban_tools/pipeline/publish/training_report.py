@@ -80,10 +80,11 @@ def training_report(repo: Path) -> dict | None:
     return report
 
 
-def compare_pairs(repo: Path, logs: dict[str, list[Path]], runs: list[dict]) -> list[dict]:
+def compare_pairs(repo: Path, logs: dict[str, list[Path]], runs: list[dict], every_pass: bool = True) -> list[dict]:
     """Every pair of the methods of ``logs`` (their :func:`scored_runs` ``runs``) with its seeds
-    counted at the passes both hold within one budget, the settings they differ in allowed and
-    named, Holm-corrected over the pairs at their last shared pass."""
+    counted at the passes both hold within one budget (or, not ``every_pass``, the last of them
+    alone: each pass's statistics are its own, so the last one's are the same either way), the
+    settings they differ in allowed and named, Holm-corrected over the pairs at their last shared pass."""
     manifests = {method: [r["manifest"] for r in runs if r["method"] == method] for method in logs}  # read once
     comparisons = []
     for a, b in PAIRS:
@@ -91,6 +92,7 @@ def compare_pairs(repo: Path, logs: dict[str, list[Path]], runs: list[dict]) -> 
             differ = {d["key"] for d in setting_differences(manifests[a], manifests[b])}
             shared = [u for u in sorted(set.intersection(*(set(r["points"]) for r in runs if r["method"] in (a, b))))
                       if one_budget(u, manifests[a], manifests[b])]
+            shared = shared if every_pass else shared[-1:]
             report = compare.compare(logs[a], logs[b], validation=repo / VALIDATION_DATA, allowed=differ,
                                      updates=shared)
             comparisons.append({"a": a, "b": b, "report": report, "allowed": sorted(differ)})

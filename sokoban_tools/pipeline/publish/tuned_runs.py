@@ -66,13 +66,14 @@ def tuned_report(repo: Path, search: dict | None, training: dict | None) -> dict
     found = []
     for method, logs in tuned.items():
         recipe_logs = [run["log"] for run in recipe_runs if run["method"] == method]
-        last = compare.compare(logs, recipe_logs, validation=repo / VALIDATION_DATA)["updates"][-1]
+        both = set.intersection(*(set(run["points"]) for run in [*runs, *recipe_runs] if run["method"] == method))
+        last = compare.compare(logs, recipe_logs, validation=repo / VALIDATION_DATA, updates=[max(both)])["updates"][-1]
         found.append({"method": method, "last": last, "tuned": _last_passes(runs, method),
                       "recipe": _last_passes(recipe_runs, method)})
     for entry, adjusted in zip(found, holm_adjusted([entry["last"]["p_value"] for entry in found])):
         entry["p_holm"] = adjusted
     return {"search": search, "runs": runs, "methods": list(tuned), "against_recipe": found,
-            "comparisons": compare_pairs(repo, tuned, runs) if tuned else [],
+            "comparisons": compare_pairs(repo, tuned, runs, every_pass=False) if tuned else [],
             "kept": [m for m, point in search["chosen"].items() if point == tuning.recipe_point(BY_NAME[m])]}
 
 
