@@ -96,10 +96,10 @@ def check_record(record: EpisodeRecord, board: Board, horizon: int = DEFAULT_MAX
     the record must hold moves (:attr:`EpisodeRecord.verifiable`). ``check_return``: the run
     plays the runtime's rules, whose return and end (see the module docstring) are checked."""
     played = replay(board, record.moves, horizon)
-    claimed = _outcome(record.won, record.actions, record.episode_return, check_return)
-    found = _outcome(played.won, played.actions, played.episode_return, check_return)
     wrong_return = check_return and abs(played.episode_return - record.episode_return) > RETURN_TOLERANCE
     if played.problem or played.won != record.won or played.actions != record.actions or wrong_return:
+        claimed = _outcome(record.won, record.actions, record.episode_return, check_return)
+        found = _outcome(played.won, played.actions, played.episode_return, check_return)
         why = f" ({played.problem})" if played.problem else ""
         return (f"the record says {claimed}, but replaying its moves {record.moves!r} on board "
                 f"{record.task_id} gives {found}{why}")

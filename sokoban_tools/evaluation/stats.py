@@ -174,12 +174,12 @@ def percentile_interval(values: np.ndarray) -> tuple[float, float]:
 # count seeds, not boards, and hold whatever the boards' own randomness.
 
 
-def stratified_boards(rng: np.random.Generator, strata: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Board indices drawn with replacement within each stratum (so each stratum keeps its size),
-    ``shape + (boards,)``."""
-    columns = [members[rng.integers(0, len(members), size=(*shape, len(members)))]
-               for members in (np.flatnonzero(strata == s) for s in np.unique(strata))]
-    return np.concatenate(columns, axis=-1)
+def stratified_draws(rng: np.random.Generator, strata: np.ndarray, shape: tuple[int, ...]
+                     ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each stratum's board indices and its draw with replacement (so each stratum keeps its size),
+    ``shape + (boards of the stratum,)`` positions among them."""
+    return [(members, rng.integers(0, len(members), size=(*shape, len(members))))
+            for members in (np.flatnonzero(strata == s) for s in np.unique(strata))]
 
 
 def hierarchical_bootstrap(a: np.ndarray, b: np.ndarray, strata: np.ndarray, resamples: int, seed: int,
@@ -195,11 +195,13 @@ def hierarchical_bootstrap(a: np.ndarray, b: np.ndarray, strata: np.ndarray, res
         raise ValueError(f"paired runs need as many runs a side, got {len(a)} and {len(b)}")
     seeds_a = rng.integers(0, len(a), size=(resamples, len(a)))
     seeds_b = seeds_a if paired else rng.integers(0, len(b), size=(resamples, len(b)))
-    boards = stratified_boards(rng, strata, (resamples, max(len(a), len(b))))
+    draws = stratified_draws(rng, strata, (resamples, max(len(a), len(b))))
 
     def success(outcomes: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-        drawn = np.take_along_axis(outcomes[seeds], boards[:, :seeds.shape[1]], axis=2)
-        return drawn.mean(axis=(1, 2))
+        runs = seeds.shape[1]  # a resample's wins, stratum by stratum: a whole number, so its mean is exact
+        wins = sum(np.count_nonzero(outcomes[:, members].ravel()[seeds[:, :, None] * len(members) + drawn[:, :runs]],
+                                    axis=(1, 2)) for members, drawn in draws)
+        return wins / (runs * len(strata))
 
     success_a, success_b = success(a, seeds_a), success(b, seeds_b)
     return {"success_a": success_a, "success_b": success_b, "difference": success_a - success_b}
@@ -247,12 +249,21 @@ def permutation_test(a_wins: np.ndarray, b_wins: np.ndarray, paired: bool, seed:
 
     observed = int(scaled(np.array(int(a_wins.sum()))))
     if math.comb(n_a + n_b, n_a) <= EXACT_LIMIT:
-        splits = np.array(list(itertools.combinations(range(n_a + n_b), n_a)), dtype=np.int64).reshape(-1, n_a)
+        splits = every_split(n_a + n_b, n_a)
         return PermutationTest(_share(scaled(pooled[splits].sum(axis=1)) >= observed), len(splits), True, False)
     rng = np.random.Generator(np.random.PCG64(seed))
     splits = np.argsort(rng.random((RANDOM_RELABELLINGS, n_a + n_b)), axis=1)[:, :n_a]
     return PermutationTest(_sampled(scaled(pooled[splits].sum(axis=1)) >= observed), RANDOM_RELABELLINGS + 1,
                            False, False)
+
+
+@functools.lru_cache(maxsize=8)
+def every_split(runs: int, size: int) -> np.ndarray:
+    """Every choice of ``size`` of ``runs`` indices, one a row (read-only): a report tests many pairs
+    of the same run counts, and listing the choices costs more than testing them."""
+    splits = np.array(list(itertools.combinations(range(runs), size)), dtype=np.int64).reshape(-1, size)
+    splits.flags.writeable = False
+    return splits
 
 
 def _share(extreme: np.ndarray) -> float:
