@@ -91,7 +91,7 @@ class LoggedRow:
     @property
     def log(self) -> str:
         """The log's path, as its user named it."""
-        return str(self.opened.log)
+        return self.opened.log_text
 
     @property
     def location(self) -> str:
@@ -134,16 +134,18 @@ def read_logs(opened: list[OpenRun]) -> Logs:
         if not records:
             raise DataError(f"{path}: is empty, but an episode log holds one JSON line per finished episode; "
                             f"give the log the runtime wrote")
-        runs[path] = {}
+        found: dict[tuple[str, str], list] = {}  # (method, run): [validated updates, last trained update]
         for line, record in enumerate(records, start=1):
-            validated, trained = runs[path].get((record.method, record.run), (set(), None))
+            seen = found.get((record.method, record.run))
+            if seen is None:
+                seen = found[(record.method, record.run)] = [set(), None]
             if record.phase == "validation":
                 rows.append(LoggedRow(run, line, record))
-                validated.add(record.update)
+                seen[0].add(record.update)
             else:
                 training += 1
-                trained = record.update if trained is None else max(trained, record.update)
-            runs[path][(record.method, record.run)] = (validated, trained)
+                seen[1] = record.update if seen[1] is None else max(seen[1], record.update)
+        runs[path] = {key: (validated, trained) for key, (validated, trained) in found.items()}
     if not rows:
         raise DataError(f"{', '.join(map(str, paths))}: hold{'s' if len(paths) == 1 else ''} no validation rows "
                         f"({training:,} training rows); log the validation passes (phase \"validation\")")

@@ -27,6 +27,11 @@ class OpenRun:
         self.manifest_path = manifest_path(self.log)
 
     @cached_property
+    def log_text(self) -> str:
+        """The log's path as text, as messages name it: each of its rows' readers asks for it."""
+        return str(self.log)
+
+    @cached_property
     def _read(self) -> tuple[bool, bytes | None, dict | None, Exception | None]:
         """Whether a regular file is beside the log, and its bytes and manifest, or the error of reading them."""
         beside = self.manifest_path.is_file()
