@@ -522,13 +522,10 @@ def _rel(path: Path) -> str:
 
 def seed_rows(entries: list[dict]) -> list[tuple[str, list[dict]]]:
     """The results table's rows: an entry alone, or the entries ``<prefix>-seed<k>`` of one
-    method collapsed into one row (``(name, entries)``), in the order of their best entry."""
+    method collapsed into one row (``(name, entries)``), in the order of the success a row shows
+    (a method's seeds: their median), rows of equal success in the order of their best entry."""
     groups: dict[str, list[dict]] = {}
-    order = []
     for entry in entries:
         match = SEED_ENTRY.fullmatch(entry["entry"])
-        key = match.group("prefix") if match else entry["entry"]
-        if key not in groups:
-            order.append(key)
-        groups.setdefault(key, []).append(entry)
-    return [(key, groups[key]) for key in order]
+        groups.setdefault(match.group("prefix") if match else entry["entry"], []).append(entry)
+    return sorted(groups.items(), key=lambda row: -median(entry["success"] for entry in row[1]))
