@@ -23,6 +23,7 @@ import re
 import statistics
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 from ...evaluation import compare, leaderboard, score
@@ -571,6 +572,19 @@ def _template(name: str, values: dict[str, object]) -> str:
     return fill(_read_text(path, "reinstall sokoban_tools, whose card_templates/ it belongs to"), values, str(path))
 
 
+@contextmanager
+def _report_entries():
+    """A report entry that is missing or of the wrong type, as the :class:`CardError` that says why."""
+    try:
+        yield
+    except KeyError as err:
+        raise CardError(f"the reports under {DATA_FOLDER}/ lack the entry {err}, so they predate this code; "
+                        f"{REGENERATE}") from None
+    except TypeError as err:
+        raise CardError(f"the reports under {DATA_FOLDER}/ hold an entry of the wrong type ({err}), so this "
+                        f"code did not write them; {REGENERATE}") from None
+
+
 def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     """The loading script, the dataset card, its pages, fairness/README.md and the
     pictures as they should be;
@@ -579,42 +593,37 @@ def build(repo: Path = REPO, new_release: bool = False) -> dict[Path, bytes]:
     template cannot be used."""
     checked: dict[str, list[BoardRow]] = {}
     release = release_of(repo, published_files(repo, checked), new_release)
+    summary = _read_json(repo, published(SUMMARY_FILE))
+    validation = checked[VALIDATION_DATA]
+    baselines = _read_json(repo, published(BASELINES_FILE))
+    search = read_search(repo / SEARCH)
+    with _report_entries():  # fairness/'s reports first: a bad one is refused before the long work
+        values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
+                  **tuning_values(_table, _read_json(repo, published(TUNING_SELECTION_FILE)), search)}
+        histograms = {
+            f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
+            for name, split in {**summary["splits"], **summary["archive"]}.items()
+        }
+        success_picture = baselines_picture(baselines)
     try:
         parquet = image_tables({split: checked[name] for split, name in CONFIGURATIONS["fairness"].items()})
     except ImageTablesUnavailable as err:
         raise CardError(str(err)) from None
     tables = {name: file_entry(data, len(checked[CONFIGURATIONS["fairness"][split]]))
               for (split, name), data in zip(IMAGE_TABLES.items(), parquet.values())}
-    summary = _read_json(repo, published(SUMMARY_FILE))
-    validation = checked[VALIDATION_DATA]
-    baselines = _read_json(repo, published(BASELINES_FILE))
     example = example_report(repo)
     results = results_report(repo)
     training = training_report(repo)
-    search = read_search(repo / SEARCH)
     tuned = tuned_report(repo, search, training)
     first = validation[0]
-    try:  # the reports' entries, read where each figure is made
-        values = {**card_values(repo, release, summary, validation), **baselines_values(baselines),
-                  **example_values(example), **results_values(results), **real_model_values(repo),
-                  **fair_comparison_values(), **hub_values(), **training_values(training, _table, baselines),
-                  **method_values(_table), **tuning_values(_table, _read_json(repo, published(TUNING_SELECTION_FILE)),
-                                                           search), "tuned_runs": tuned_text(tuned, _table)}
+    with _report_entries():  # the runs' reports' entries, read where each figure is made
+        values.update({**example_values(example), **results_values(results), **real_model_values(repo),
+                       **fair_comparison_values(), **hub_values(), **training_values(training, _table, baselines),
+                       **method_values(_table), "tuned_runs": tuned_text(tuned, _table)})
         values["training_ranking"] = " ".join(filter(None, (values["training_ranking"], tuned_ranking(tuned))))
-        histograms = {
-            f"{name} ({_count(split['rows'])})": split["shortest_solution_length"]["histogram"]
-            for name, split in {**summary["splits"], **summary["archive"]}.items()
-        }
-        success_picture = baselines_picture(baselines)
         results_chart = results_picture(results, baselines)
         training_charts = ([training_picture(training, baselines), training_picture(training, baselines, cpu=True)]
                            if training is not None else [])
-    except KeyError as err:
-        raise CardError(f"the reports under {DATA_FOLDER}/ lack the entry {err}, so they predate this code; "
-                        f"{REGENERATE}") from None
-    except TypeError as err:
-        raise CardError(f"the reports under {DATA_FOLDER}/ hold an entry of the wrong type ({err}), so this "
-                        f"code did not write them; {REGENERATE}") from None
     return dict(zip(outputs(repo), (
         pins_module(release, tables),
         (front_matter(release.files) + _template("README.md", values)).encode("utf-8"),
