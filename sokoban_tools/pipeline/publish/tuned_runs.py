@@ -99,8 +99,20 @@ def tuned_text(report: dict | None, table) -> str:
     return (f"Each method's final runs train the grid point its search chose (`train --config K`), on the validation "
             f"boards, with the recipe runs' budget and schedule; they are published under `{TUNED_RUNS}/` and entered "
             f"in results/ as `<method>{TUNED_ENTRY}<k>` (the card's \"tuned\" rows).{same} Their last pass against the "
-            f"recipe's runs', with `compare`'s seed-aware test, Holm-corrected over the methods, at {ALPHA:.0%}:\n\n"
-            f"{table(rows)}{_pairs_text(report, table)}")
+            f"recipe's runs', with `compare`'s seed-aware test, Holm-corrected over the methods, at {ALPHA:.0%}"
+            f"{_paired_note(found)}:\n\n{table(rows)}{_pairs_text(report, table)}")
+
+
+def _paired_note(found: list[dict]) -> str:
+    """Where tuned and recipe runs of the same seeds were paired by seed, and the smallest p that leaves."""
+    paired = [entry for entry in found if (entry["last"]["seeds"] or {}).get("paired_by_seed")]
+    if not paired:
+        return ""
+    smallest = min(entry["last"]["seeds"]["permutation"]["smallest_p"] or 0.0 for entry in paired)
+    pairs = "–".join(map(str, sorted({len(entry["last"]["runs_a"]) for entry in paired})))
+    return (f" (a tuned run and the recipe's run of one seed start from the same weights, so `compare` pairs them by "
+            f"seed, for {', '.join(METHODS[entry['method']] for entry in paired)}: with {pairs} "
+            f"pairs the exact test's smallest p is {smallest:.2g}, {smallest * len(found):.2g} after Holm's correction)")
 
 
 def _pairs_text(report: dict, table) -> str:
