@@ -56,3 +56,16 @@ def test_the_cards_tuned_sentence_names_the_separated_pairs_and_the_seeds():
     assert tuned_ranking(report) == "Tuned runs, 10 seeds a method: at 1M PPO > GRPO, RLOO; others tied."
     report["comparisons"] = [pair("ppo", "grpo", -0.02, False)]
     assert tuned_ranking(report) == "Tuned runs, 10 seeds a method: no two trained methods differ."
+
+
+def test_tuned_runs_paired_by_seed_with_their_recipes_say_so_and_the_smallest_p_that_leaves():
+    from sokoban_tools.pipeline.publish.tuned_runs import _paired_note
+
+    def entry(method, paired, runs=10):
+        seeds = {"paired_by_seed": paired, "permutation": {"smallest_p": 2 / 2 ** runs if paired else 2 / 184_756}}
+        return {"method": method, "last": {"seeds": seeds, "runs_a": [str(k) for k in range(runs)]}}
+
+    assert _paired_note([entry("grpo", False), entry("rloo", False)]) == ""
+    note = _paired_note([entry("grpo", True), entry("rloo", False), entry("ppo", True, runs=8)])
+    assert "pairs them by seed, for GRPO, PPO: with 8–10 pairs the exact test's smallest p is 0.002" in note
+    assert note.endswith(", 0.0059 after Holm's correction)")  # 2 / 1024 over the 3 methods compared
