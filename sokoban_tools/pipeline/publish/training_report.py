@@ -90,7 +90,7 @@ def compare_pairs(repo: Path, logs: dict[str, list[Path]], runs: list[dict], eve
     for a, b in PAIRS:
         if a in logs and b in logs:
             differ = {d["key"] for d in setting_differences(manifests[a], manifests[b])}
-            shared = [u for u in sorted(set.intersection(*(set(r["points"]) for r in runs if r["method"] in (a, b))))
+            shared = [u for u in shared_passes([r for r in runs if r["method"] in (a, b)])
                       if one_budget(u, manifests[a], manifests[b])]
             shared = shared if every_pass else shared[-1:]
             report = compare.compare(logs[a], logs[b], validation=repo / VALIDATION_DATA, allowed=differ,
@@ -136,8 +136,7 @@ def rising(report: dict) -> dict[str, float]:
 
 def mean_curve(report: dict, method: str) -> list[tuple[int, float]]:
     """(pass label, mean success over the method's seeds) at every pass all its runs made."""
-    runs = [r for r in report["runs"] if r["method"] == method]
-    shared = sorted(set.intersection(*(set(r["points"]) for r in runs)))
+    runs, shared = _passes(report, method)
     return [(u, sum(_rate(r, u) for r in runs) / len(runs)) for u in shared]
 
 
@@ -185,7 +184,12 @@ def cpu_at(run: dict, point: int) -> float:
 def _passes(report: dict, method: str) -> tuple[list[dict], list[int]]:
     """A method's runs and the passes all of them made."""
     runs = [r for r in report["runs"] if r["method"] == method]
-    return runs, sorted(set.intersection(*(set(r["points"]) for r in runs)))
+    return runs, shared_passes(runs)
+
+
+def shared_passes(runs: list[dict]) -> list[int]:
+    """The passes every one of the scored ``runs`` made, in order."""
+    return sorted(set.intersection(*(set(r["points"]) for r in runs)))
 
 
 def curves(report: dict, cpu: bool = False) -> dict[str, list[tuple[float, float, float, float]]]:

@@ -24,7 +24,7 @@ from ...training import tuning
 from ...training.methods import BY_NAME
 from ...training.publish import published_name
 from ...training.train import GRID_POINT, METHODS
-from .training_report import ALPHA, at_last_pass, beats, compare_pairs, scored_runs, seed_counts
+from .training_report import ALPHA, at_last_pass, beats, compare_pairs, scored_runs, seed_counts, shared_passes
 
 TUNED_RUNS = f"{TRAINING_RUNS}/tuned"
 TUNED_ENTRY = "-tuned-seed"  # results/<method>-tuned-seed<k>
@@ -66,8 +66,8 @@ def tuned_report(repo: Path, search: dict | None, training: dict | None) -> dict
     found = []
     for method, logs in tuned.items():
         recipe_logs = [run["log"] for run in recipe_runs if run["method"] == method]
-        both = set.intersection(*(set(run["points"]) for run in [*runs, *recipe_runs] if run["method"] == method))
-        last = compare.compare(logs, recipe_logs, validation=repo / VALIDATION_DATA, updates=[max(both)])["updates"][-1]
+        both = shared_passes([run for run in [*runs, *recipe_runs] if run["method"] == method])
+        last = compare.compare(logs, recipe_logs, validation=repo / VALIDATION_DATA, updates=both[-1:])["updates"][-1]
         found.append({"method": method, "last": last, "tuned": _last_passes(runs, method),
                       "recipe": _last_passes(recipe_runs, method)})
     for entry, adjusted in zip(found, holm_adjusted([entry["last"]["p_value"] for entry in found])):
